@@ -1,0 +1,13 @@
+/** The `pynchy` command: the CLI over the default stack, run by NodeRuntime.runMain. */
+import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { makeCli } from "../src/cli/main.js"
+import * as Logging from "../src/cli/logger.js"
+import { HostLive } from "./default.js"
+
+const cli = makeCli({ host: HostLive })
+
+cli(process.argv).pipe(
+  Effect.provide(Layer.merge(NodeContext.layer, Logging.layer)),
+  NodeRuntime.runMain({ disablePrettyLogger: true })
+)

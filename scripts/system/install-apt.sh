@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The Debian packages the tests use. Issues that need more add them to PACKAGES.
+set -euo pipefail
+PACKAGES=(bubblewrap tmux)
+missing=()
+for p in "${PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "apt: ${PACKAGES[*]} present"

@@ -1,0 +1,41 @@
+import { Command, Options } from "@effect/cli"
+import { Console, Effect, Layer, Option } from "effect"
+import * as fs from "node:fs"
+import { HostConfig } from "../../config/HostConfig.js"
+import { HostStore } from "../../db/HostStore.js"
+import * as Database from "../../db/Database.js"
+import * as Stores from "../../db/Stores.js"
+import { readStatusFile } from "../../host/status-file.js"
+
+const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text."))
+
+const time = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString())
+
+/** Reads the database (and the running host's status file) without starting anything. */
+export const status = Command.make("status", { json }, ({ json }) =>
+  Effect.gen(function* () {
+    const config = yield* HostConfig
+    if (!fs.existsSync(config.databaseFile)) {
+      return yield* Console.log(`no database yet at ${config.databaseFile} (the host has never started here)`)
+    }
+    const host = yield* HostStore
+    const counts = yield* host.tableCounts
+    const last = yield* host.lastRun
+    const live = readStatusFile(config.dataDir)
+    if (json) return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live }, null, 2))
+    yield* Console.log(`database  ${config.databaseFile}`)
+    yield* Option.match(last, {
+      onNone: () => Console.log("last run  never"),
+      onSome: (r) =>
+        Console.log(`last run  epoch ${r.epoch} pid ${r.pid} v${r.version}: started ${time(r.startedAt)}, ready ${time(r.readyAt)}, stopped ${time(r.stoppedAt)}`)
+    })
+    if (live !== null) {
+      yield* Console.log(`host      ${live.state} (pid ${live.pid}, updated ${time(live.updatedAt)})`)
+      for (const [section, value] of Object.entries(live.sections)) yield* Console.log(`${section.padEnd(9)} ${JSON.stringify(value)}`)
+    }
+    yield* Console.log("tables    " + Object.entries(counts).map(([t, n]) => `${t}=${n}`).join(" "))
+  })
+).pipe(
+  Command.withDescription("Show what the database holds and what the running host reports."),
+  Command.provide(({ json: _ }) => Layer.provideMerge(Layer.provide(Stores.layer, Database.layer), HostConfig.layer))
+)

@@ -1,0 +1,67 @@
+import { Schema } from "effect"
+import { ConnectionName, WorkspaceId } from "../domain/ids.js"
+import { Route, Workspace } from "../domain/workspace.js"
+
+const PositiveInt = Schema.Int.pipe(Schema.positive())
+const Millis = Schema.Int.pipe(Schema.between(1, 86_400_000))
+
+export const ProviderKind = Schema.Literal("openai", "anthropic", "openai-compatible")
+
+/** An LLM provider deployment. The key comes from an env var or a file, never from the YAML itself. */
+export class ProviderConfig extends Schema.Class<ProviderConfig>("ProviderConfig")({
+  name: Schema.NonEmptyTrimmedString,
+  kind: ProviderKind,
+  baseUrl: Schema.optional(Schema.String.pipe(Schema.pattern(/^https?:\/\//, { message: () => "must start with http:// or https://" }))),
+  apiKeyEnv: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Z_][A-Z0-9_]*$/, { message: () => "must be an environment variable name" }))),
+  apiKeyFile: Schema.optional(Schema.NonEmptyString),
+  models: Schema.optionalWith(Schema.Array(Schema.NonEmptyString), { default: () => [] }),
+  weight: Schema.optionalWith(Schema.Number.pipe(Schema.positive()), { default: () => 1 }),
+  rpm: Schema.optional(PositiveInt),
+  tpm: Schema.optional(PositiveInt)
+}) {}
+
+export class PluginsConfig extends Schema.Class<PluginsConfig>("PluginsConfig")({
+  /** Extra plugin modules: package names, absolute paths, or paths relative to the config file's folder. */
+  modules: Schema.optionalWith(Schema.Array(Schema.NonEmptyString), { default: () => [] }),
+  /** Plugin names not to load. */
+  disabled: Schema.optionalWith(Schema.Array(Schema.NonEmptyString), { default: () => [] })
+}) {}
+
+export class Limits extends Schema.Class<Limits>("Limits")({
+  maxConcurrentTurns: Schema.optionalWith(PositiveInt, { default: () => 4 }),
+  maxTurnAttempts: Schema.optionalWith(PositiveInt, { default: () => 3 }),
+  retryBaseMs: Schema.optionalWith(Millis, { default: () => 1_000 }),
+  runtimeStartTimeoutMs: Schema.optionalWith(Millis, { default: () => 30_000 }),
+  runtimeCloseTimeoutMs: Schema.optionalWith(Millis, { default: () => 10_000 }),
+  runtimeReadyTimeoutMs: Schema.optionalWith(Millis, { default: () => 30_000 }),
+  readinessCheckMs: Schema.optionalWith(Millis, { default: () => 1_000 }),
+  shutdownTimeoutMs: Schema.optionalWith(Millis, { default: () => 15_000 })
+}) {}
+
+/** Settings of a named connection; `kind` picks the plugin that serves it, the rest is the plugin's. */
+export const ConnectionConfig = Schema.Struct(
+  { kind: Schema.NonEmptyTrimmedString },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+export type ConnectionConfig = typeof ConnectionConfig.Type
+
+export const ContainerRuntimeChoice = Schema.String.pipe(Schema.nonEmptyString())
+
+const defaultWorkspaces = () => [Workspace.make({ id: WorkspaceId.make("main"), instructions: "You are a helpful personal assistant." })]
+const defaultRoutes = () => [
+  Route.make({ connection: ConnectionName.make("terminal"), place: "*", workspace: WorkspaceId.make("main") }),
+  Route.make({ connection: ConnectionName.make("cli"), place: "*", workspace: WorkspaceId.make("main") })
+]
+
+/** The shape of `pynchy.yaml`. Every field has a default: an empty file is a working host. */
+export class PynchyConfig extends Schema.Class<PynchyConfig>("PynchyConfig")({
+  dataDir: Schema.optionalWith(Schema.NonEmptyString, { default: () => ".pynchy" }),
+  workspaces: Schema.optionalWith(Schema.Array(Workspace), { default: defaultWorkspaces }),
+  routes: Schema.optionalWith(Schema.Array(Route), { default: defaultRoutes }),
+  connections: Schema.optionalWith(Schema.Record({ key: ConnectionName, value: ConnectionConfig }), { default: () => ({}) }),
+  providers: Schema.optionalWith(Schema.Array(ProviderConfig), { default: () => [] }),
+  plugins: Schema.optionalWith(PluginsConfig, { default: () => PluginsConfig.make({}) }),
+  /** `auto` picks bwrap where installed, else process. */
+  containerRuntime: Schema.optionalWith(ContainerRuntimeChoice, { default: () => "auto" }),
+  limits: Schema.optionalWith(Limits, { default: () => Limits.make({}) })
+}) {}

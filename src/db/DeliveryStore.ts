@@ -1,0 +1,98 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Context, Effect, Layer, Schema } from "effect"
+import { Delivery, DeliveryKind, DeliveryStatus } from "../domain/delivery.js"
+import { ConversationId, DeliveryId, TurnId } from "../domain/ids.js"
+
+const DeliveryRow = Schema.Struct({
+  id: DeliveryId,
+  idempotencyKey: Schema.String,
+  conversationId: ConversationId,
+  turnId: Schema.NullOr(TurnId),
+  kind: DeliveryKind,
+  text: Schema.String,
+  status: DeliveryStatus,
+  attempts: Schema.Int,
+  error: Schema.NullOr(Schema.String),
+  createdAt: Schema.Number,
+  updatedAt: Schema.Number
+})
+const columns = `id, idempotency_key AS idempotencyKey, conversation_id AS conversationId, turn_id AS turnId, kind, text, status,
+  attempts, error, created_at AS createdAt, updated_at AS updatedAt`
+
+export interface NewDelivery {
+  readonly idempotencyKey: string
+  readonly conversationId: ConversationId
+  readonly turnId: TurnId | null
+  readonly kind: DeliveryKind
+  readonly text: string
+}
+
+export declare namespace DeliveryStore {
+  /** Outbound sends: a row per send, written before the channel is called. */
+  export interface Service {
+    /** Inserts the deliveries whose key is new (a known key is left as it is) and returns all of them. */
+    readonly record: (items: ReadonlyArray<NewDelivery>) => Effect.Effect<ReadonlyArray<Delivery>>
+    /** Counts a channel call about to happen; the count survives a crash, so a resend is known to be one. */
+    readonly beginAttempt: (id: DeliveryId) => Effect.Effect<number>
+    /** pending → sent | failed | unknown (only from pending: outcomes are final). */
+    readonly settle: (id: DeliveryId, status: "sent" | "failed" | "unknown", error?: string) => Effect.Effect<boolean>
+    readonly pending: Effect.Effect<ReadonlyArray<Delivery>>
+    readonly byConversation: (conversationId: ConversationId, limit: number) => Effect.Effect<ReadonlyArray<Delivery>>
+    readonly countByStatus: Effect.Effect<Record<string, number>>
+  }
+}
+
+export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryStore, DeliveryStore.Service>() {
+  static readonly make = Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const byKeys = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: DeliveryRow,
+      execute: (keys) => sql`SELECT ${sql.literal(columns)} FROM deliveries
+        WHERE idempotency_key IN (SELECT value FROM json_each(${JSON.stringify(keys)})) ORDER BY id`
+    })
+    const pendingRows = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: DeliveryRow,
+      execute: () => sql`SELECT ${sql.literal(columns)} FROM deliveries WHERE status = 'pending' ORDER BY id`
+    })
+    const conversationRows = SqlSchema.findAll({
+      Request: Schema.Struct({ conversationId: ConversationId, limit: Schema.Int }),
+      Result: DeliveryRow,
+      execute: ({ conversationId, limit }) => sql`SELECT * FROM (SELECT ${sql.literal(columns)} FROM deliveries
+        WHERE conversation_id = ${conversationId} ORDER BY id DESC LIMIT ${limit}) ORDER BY id`
+    })
+
+    return DeliveryStore.of({
+      record: Effect.fn("DeliveryStore.record")(function* (items) {
+        if (items.length === 0) return []
+        const now = Date.now()
+        const payload = JSON.stringify(items.map((d) => [d.idempotencyKey, d.conversationId, d.turnId, d.kind, d.text]))
+        yield* sql`INSERT INTO deliveries (idempotency_key, conversation_id, turn_id, kind, text, status, attempts, created_at, updated_at)
+          SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
+            json_extract(value, '$[4]'), 'pending', 0, ${now}, ${now}
+          FROM json_each(${payload}) ORDER BY key
+          ON CONFLICT (idempotency_key) DO NOTHING`
+        const rows = yield* byKeys(items.map((d) => d.idempotencyKey))
+        return rows.map((r) => Delivery.make(r))
+      }, Effect.orDie),
+      beginAttempt: (id) =>
+        sql<{ attempts: number }>`UPDATE deliveries SET attempts = attempts + 1, updated_at = ${Date.now()} WHERE id = ${id} RETURNING attempts`.pipe(
+          Effect.map((r) => r[0]?.attempts ?? 0),
+          Effect.orDie
+        ),
+      settle: (id, status, error) =>
+        sql`UPDATE deliveries SET status = ${status}, error = ${error ?? null}, updated_at = ${Date.now()}
+          WHERE id = ${id} AND status = 'pending' RETURNING id`.pipe(Effect.map((r) => r.length > 0), Effect.orDie),
+      pending: pendingRows(undefined).pipe(Effect.map((rows) => rows.map((r) => Delivery.make(r))), Effect.orDie),
+      byConversation: (conversationId, limit) =>
+        conversationRows({ conversationId, limit }).pipe(Effect.map((rows) => rows.map((r) => Delivery.make(r))), Effect.orDie),
+      countByStatus: sql<{ status: string; n: number }>`SELECT status, COUNT(*) AS n FROM deliveries GROUP BY status`.pipe(
+        Effect.map((rows) => Object.fromEntries(rows.map((r) => [r.status, r.n]))),
+        Effect.orDie
+      )
+    })
+  })
+
+  static readonly layer = Layer.effect(DeliveryStore, DeliveryStore.make)
+}

@@ -1,0 +1,53 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+import type { HostEpoch } from "../domain/ids.js"
+
+export interface HostRun {
+  readonly epoch: string
+  readonly pid: number
+  readonly version: string
+  readonly startedAt: number
+  readonly readyAt: number | null
+  readonly stoppedAt: number | null
+}
+
+export declare namespace HostStore {
+  /** Host runs (one per process start) and the event log; table counts for `pynchy status`. */
+  export interface Service {
+    readonly recordStart: (run: { epoch: HostEpoch; pid: number; version: string }) => Effect.Effect<void>
+    readonly recordReady: (epoch: HostEpoch) => Effect.Effect<void>
+    readonly recordStop: (epoch: HostEpoch) => Effect.Effect<void>
+    readonly lastRun: Effect.Effect<Option.Option<HostRun>>
+    readonly appendEvent: (type: string, payload: unknown) => Effect.Effect<void>
+    readonly recentEvents: (limit: number) => Effect.Effect<ReadonlyArray<{ id: number; type: string; payload: unknown; at: number }>>
+    readonly tableCounts: Effect.Effect<Record<string, number>>
+  }
+}
+
+const tables = ["conversations", "messages", "receipts", "cursors", "turns", "delivery_claims", "deliveries", "workspaces", "session_bindings", "attachments", "events", "host_runs"] as const
+
+export class HostStore extends Context.Tag("pynchy/HostStore")<HostStore, HostStore.Service>() {
+  static readonly make = Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    return HostStore.of({
+      recordStart: ({ epoch, pid, version }) =>
+        sql`INSERT INTO host_runs (epoch, pid, version, started_at) VALUES (${epoch}, ${pid}, ${version}, ${Date.now()})`.pipe(Effect.asVoid, Effect.orDie),
+      recordReady: (epoch) => sql`UPDATE host_runs SET ready_at = ${Date.now()} WHERE epoch = ${epoch}`.pipe(Effect.asVoid, Effect.orDie),
+      recordStop: (epoch) => sql`UPDATE host_runs SET stopped_at = ${Date.now()} WHERE epoch = ${epoch}`.pipe(Effect.asVoid, Effect.orDie),
+      lastRun: sql<HostRun>`SELECT epoch, pid, version, started_at AS startedAt, ready_at AS readyAt, stopped_at AS stoppedAt
+          FROM host_runs ORDER BY started_at DESC, rowid DESC LIMIT 1`.pipe(Effect.map((r) => Option.fromNullable(r[0])), Effect.orDie),
+      appendEvent: (type, payload) =>
+        sql`INSERT INTO events (type, payload, at) VALUES (${type}, ${JSON.stringify(payload)}, ${Date.now()})`.pipe(Effect.asVoid, Effect.orDie),
+      recentEvents: (limit) =>
+        sql<{ id: number; type: string; payload: string; at: number }>`SELECT id, type, payload, at FROM events ORDER BY id DESC LIMIT ${limit}`.pipe(
+          Effect.map((rows) => rows.map((r) => ({ ...r, payload: JSON.parse(r.payload) as unknown }))),
+          Effect.orDie
+        ),
+      tableCounts: Effect.forEach(tables, (t) =>
+        sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(t)}`.pipe(Effect.map((r) => [t, r[0]?.n ?? 0] as const))
+      ).pipe(Effect.map(Object.fromEntries), Effect.orDie)
+    })
+  })
+
+  static readonly layer = Layer.effect(HostStore, HostStore.make)
+}

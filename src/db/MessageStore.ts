@@ -1,0 +1,215 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { ConnectionName, ConversationId, MessageId, TurnId, WorkspaceId } from "../domain/ids.js"
+import { Cursor, Direction, Message, type Ingested } from "../domain/message.js"
+import { Conversation } from "../domain/workspace.js"
+import { MetadataColumn } from "./rows.js"
+
+/** One inbound message, already routed to its conversation, as the store writes it. */
+export interface IngestRow {
+  readonly conversationId: ConversationId
+  readonly connection: ConnectionName
+  readonly place: string
+  readonly workspace: WorkspaceId
+  readonly providerEventId: string
+  readonly sender: string
+  readonly text: string
+  readonly metadata: Record<string, unknown>
+  readonly cursor?: { readonly stream: string; readonly position: string; readonly order: number } | undefined
+}
+
+const MessageRow = Schema.Struct({
+  id: MessageId,
+  conversationId: ConversationId,
+  direction: Direction,
+  sender: Schema.String,
+  text: Schema.String,
+  metadata: MetadataColumn,
+  createdAt: Schema.Number,
+  handledBy: Schema.NullOr(TurnId)
+})
+
+const ConversationRow = Schema.Struct({
+  id: ConversationId,
+  connection: ConnectionName,
+  place: Schema.String,
+  workspace: WorkspaceId,
+  createdAt: Schema.Number
+})
+
+const CursorRow = Schema.Struct({
+  connection: ConnectionName,
+  stream: Schema.String,
+  position: Schema.String,
+  order: Schema.Number,
+  updatedAt: Schema.Number
+})
+
+export declare namespace MessageStore {
+  /** Conversations, messages, receipts and cursors: the inbound aggregate. */
+  export interface Service {
+    /**
+     * Writes a batch of inbound messages in ONE transaction: a receipt per (connection, provider
+     * event id), the message, conversation rows on first sight, and cursor advances (forward only).
+     * A known receipt, or a repeat inside the batch, yields the original id with `duplicate: true`.
+     */
+    readonly ingestBatch: (rows: ReadonlyArray<IngestRow>) => Effect.Effect<ReadonlyArray<Ingested>>
+    readonly appendOutbound: (input: {
+      readonly conversationId: ConversationId
+      readonly sender: string
+      readonly text: string
+      readonly metadata?: Record<string, unknown>
+    }) => Effect.Effect<MessageId>
+    readonly get: (id: MessageId) => Effect.Effect<Option.Option<Message>>
+    /** The last `limit` messages of a conversation, oldest first. */
+    readonly recent: (conversationId: ConversationId, limit: number) => Effect.Effect<ReadonlyArray<Message>>
+    readonly byIds: (ids: ReadonlyArray<MessageId>) => Effect.Effect<ReadonlyArray<Message>>
+    readonly conversation: (id: ConversationId) => Effect.Effect<Option.Option<Conversation>>
+    readonly conversations: Effect.Effect<ReadonlyArray<Conversation>>
+    readonly ensureConversation: (c: Omit<Conversation, "createdAt">) => Effect.Effect<void>
+    readonly cursor: (connection: ConnectionName, stream: string) => Effect.Effect<Option.Option<Cursor>>
+    /** Moves the cursor to `position` if `order` is above the stored one; true when it moved. */
+    readonly advanceCursor: (connection: ConnectionName, stream: string, position: string, order: number) => Effect.Effect<boolean>
+  }
+}
+
+export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStore, MessageStore.Service>() {
+  static readonly make = Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const ingestBatch = Effect.fn("MessageStore.ingestBatch")(function* (rows: ReadonlyArray<IngestRow>) {
+      if (rows.length === 0) return []
+      const now = Date.now()
+      return yield* sql.withTransaction(
+        Effect.gen(function* () {
+          // Known receipts, in one statement.
+          const keys = JSON.stringify(rows.map((r) => [r.connection, r.providerEventId]))
+          const known = yield* sql<{ c: string; e: string; id: number; conv: string }>`
+            SELECT r.connection AS c, r.provider_event_id AS e, r.message_id AS id, m.conversation_id AS conv
+            FROM json_each(${keys}) k
+            JOIN receipts r ON r.connection = json_extract(k.value, '$[0]') AND r.provider_event_id = json_extract(k.value, '$[1]')
+            JOIN messages m ON m.id = r.message_id`
+          const seen = new Map<string, Ingested>()
+          for (const k of known) {
+            seen.set(`${k.c}\u0000${k.e}`, { messageId: MessageId.make(k.id), conversationId: ConversationId.make(k.conv), duplicate: true })
+          }
+          const fresh: Array<IngestRow> = []
+          const freshKeys = new Set<string>()
+          for (const r of rows) {
+            const key = `${r.connection}\u0000${r.providerEventId}`
+            if (!seen.has(key) && !freshKeys.has(key)) {
+              freshKeys.add(key)
+              fresh.push(r)
+            }
+          }
+          if (fresh.length > 0) {
+            const convs = new Map<string, IngestRow>()
+            for (const r of fresh) convs.set(r.conversationId, r)
+            yield* sql`INSERT OR IGNORE INTO conversations (id, connection, place, workspace, created_at)
+              SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'), ${now}
+              FROM json_each(${JSON.stringify([...convs.values()].map((r) => [r.conversationId, r.connection, r.place, r.workspace]))})`
+            const payload = JSON.stringify(fresh.map((r) => [r.conversationId, r.sender, r.text, JSON.stringify(r.metadata)]))
+            const inserted = yield* sql<{ id: number }>`
+              INSERT INTO messages (conversation_id, direction, sender, text, metadata, created_at)
+              SELECT json_extract(value, '$[0]'), 'in', json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'), ${now}
+              FROM json_each(${payload}) ORDER BY key
+              RETURNING id`
+            // RETURNING order is not guaranteed; ids are allocated in insertion order, so sort.
+            const ids = inserted.map((r) => r.id).sort((a, b) => a - b)
+            const receipts = JSON.stringify(fresh.map((r, i) => [r.connection, r.providerEventId, ids[i]]))
+            yield* sql`INSERT INTO receipts (connection, provider_event_id, message_id)
+              SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(${receipts})`
+            fresh.forEach((r, i) =>
+              seen.set(`${r.connection}\u0000${r.providerEventId}`, {
+                messageId: MessageId.make(ids[i]!),
+                conversationId: r.conversationId,
+                duplicate: false
+              })
+            )
+          }
+          // Cursors advance for duplicates too: a replay after a crash still moves the position on.
+          const cursors = new Map<string, IngestRow>()
+          for (const r of rows) {
+            if (r.cursor === undefined) continue
+            const key = `${r.connection}\u0000${r.cursor.stream}`
+            const prev = cursors.get(key)
+            if (prev === undefined || prev.cursor!.order < r.cursor.order) cursors.set(key, r)
+          }
+          for (const r of cursors.values()) yield* upsertCursor(r.connection, r.cursor!.stream, r.cursor!.position, r.cursor!.order, now)
+          // Repeats of one event inside the batch: the first answers as it is, later ones as duplicates of it.
+          const answered = new Set<string>()
+          return rows.map((r) => {
+            const key = `${r.connection}\u0000${r.providerEventId}`
+            const result = seen.get(key)!
+            if (answered.has(key)) return { ...result, duplicate: true }
+            answered.add(key)
+            return result
+          })
+        })
+      ).pipe(Effect.orDie)
+    })
+
+    const upsertCursor = (connection: string, stream: string, position: string, order: number, now: number) =>
+      sql<{ moved: number }>`INSERT INTO cursors (connection, stream, position, ord, updated_at)
+        VALUES (${connection}, ${stream}, ${position}, ${order}, ${now})
+        ON CONFLICT (connection, stream) DO UPDATE SET position = excluded.position, ord = excluded.ord, updated_at = excluded.updated_at
+        WHERE excluded.ord > cursors.ord
+        RETURNING 1 AS moved`.pipe(Effect.map((r) => r.length > 0))
+
+    const findMessage = SqlSchema.findOne({
+      Request: MessageId,
+      Result: MessageRow,
+      execute: (id) => sql`SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy FROM messages WHERE id = ${id}`
+    })
+    const recentMessages = SqlSchema.findAll({
+      Request: Schema.Struct({ conversationId: ConversationId, limit: Schema.Int }),
+      Result: MessageRow,
+      execute: ({ conversationId, limit }) => sql`SELECT * FROM (
+          SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy
+          FROM messages WHERE conversation_id = ${conversationId} ORDER BY id DESC LIMIT ${limit}
+        ) ORDER BY id ASC`
+    })
+    const messagesByIds = SqlSchema.findAll({
+      Request: Schema.Array(MessageId),
+      Result: MessageRow,
+      execute: (ids) => sql`SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy
+        FROM messages WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)})) ORDER BY id`
+    })
+    const findConversation = SqlSchema.findOne({
+      Request: ConversationId,
+      Result: ConversationRow,
+      execute: (id) => sql`SELECT id, connection, place, workspace, created_at AS createdAt FROM conversations WHERE id = ${id}`
+    })
+    const allConversations = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: ConversationRow,
+      execute: () => sql`SELECT id, connection, place, workspace, created_at AS createdAt FROM conversations ORDER BY created_at, id`
+    })
+    const findCursor = SqlSchema.findOne({
+      Request: Schema.Struct({ connection: ConnectionName, stream: Schema.String }),
+      Result: CursorRow,
+      execute: ({ connection, stream }) =>
+        sql`SELECT connection, stream, position, ord AS "order", updated_at AS updatedAt FROM cursors WHERE connection = ${connection} AND stream = ${stream}`
+    })
+
+    return MessageStore.of({
+      ingestBatch,
+      appendOutbound: Effect.fn("MessageStore.appendOutbound")(function* (input) {
+        const rows = yield* sql<{ id: number }>`INSERT INTO messages (conversation_id, direction, sender, text, metadata, created_at)
+          VALUES (${input.conversationId}, 'out', ${input.sender}, ${input.text}, ${JSON.stringify(input.metadata ?? {})}, ${Date.now()}) RETURNING id`
+        return MessageId.make(rows[0]!.id)
+      }, Effect.orDie),
+      get: (id) => findMessage(id).pipe(Effect.map(Option.map((r) => Message.make(r))), Effect.orDie),
+      recent: (conversationId, limit) => recentMessages({ conversationId, limit }).pipe(Effect.map((rs) => rs.map((r) => Message.make(r))), Effect.orDie),
+      byIds: (ids) => messagesByIds(ids).pipe(Effect.map((rs) => rs.map((r) => Message.make(r))), Effect.orDie),
+      conversation: (id) => findConversation(id).pipe(Effect.map(Option.map((r) => Conversation.make(r))), Effect.orDie),
+      conversations: allConversations(undefined).pipe(Effect.map((rs) => rs.map((r) => Conversation.make(r))), Effect.orDie),
+      ensureConversation: (c) =>
+        sql`INSERT OR IGNORE INTO conversations (id, connection, place, workspace, created_at) VALUES (${c.id}, ${c.connection}, ${c.place}, ${c.workspace}, ${Date.now()})`.pipe(Effect.asVoid, Effect.orDie),
+      cursor: (connection, stream) => findCursor({ connection, stream }).pipe(Effect.map(Option.map((r) => Cursor.make(r))), Effect.orDie),
+      advanceCursor: (connection, stream, position, order) => upsertCursor(connection, stream, position, order, Date.now()).pipe(Effect.orDie)
+    })
+  })
+
+  static readonly layer = Layer.effect(MessageStore, MessageStore.make)
+}

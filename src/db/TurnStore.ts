@@ -1,0 +1,223 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Context, Data, Effect, Layer, Option, Schema } from "effect"
+import { ConversationId, ExecutorId, HostEpoch, MessageId, TurnId } from "../domain/ids.js"
+import { Turn, TurnOwner, TurnStatus } from "../domain/turn.js"
+
+const TurnRow = Schema.Struct({
+  id: TurnId,
+  conversationId: ConversationId,
+  status: TurnStatus,
+  attempts: Schema.Int,
+  ownerEpoch: Schema.NullOr(HostEpoch),
+  executorId: Schema.NullOr(ExecutorId),
+  notBefore: Schema.Number,
+  error: Schema.NullOr(Schema.String),
+  createdAt: Schema.Number,
+  updatedAt: Schema.Number
+})
+type TurnRow = typeof TurnRow.Type
+
+const toTurn = (r: TurnRow): Turn =>
+  Turn.make({
+    id: r.id,
+    conversationId: r.conversationId,
+    status: r.status,
+    attempts: r.attempts,
+    owner: r.ownerEpoch !== null && r.executorId !== null ? TurnOwner.make({ epoch: r.ownerEpoch, executor: r.executorId }) : null,
+    notBefore: r.notBefore,
+    error: r.error,
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt
+  })
+
+const turnColumns = `id, conversation_id AS conversationId, status, attempts, owner_epoch AS ownerEpoch, executor_id AS executorId,
+  not_before AS notBefore, error, created_at AS createdAt, updated_at AS updatedAt`
+
+/** What `acquire` found for a conversation. */
+export type Acquired = Data.TaggedEnum<{
+  /** A turn is now running for this owner, holding claims on these messages. */
+  Started: { readonly turn: Turn; readonly messageIds: ReadonlyArray<MessageId> }
+  /** Another turn of the conversation is running. */
+  Busy: {}
+  /** A retry is due at `at` (epoch millis). */
+  Later: { readonly at: number }
+  /** Nothing to do. */
+  Idle: {}
+}>
+export const Acquired = Data.taggedEnum<Acquired>()
+
+export interface OrphanRelease {
+  /** Turns whose executor is gone: now interrupted, their claims released. */
+  readonly interrupted: ReadonlyArray<TurnId>
+  readonly releasedClaims: number
+  /** Turns whose executor is alive: their claims are kept and their owner moves to this epoch. */
+  readonly survivors: ReadonlyArray<Turn>
+}
+
+export declare namespace TurnStore {
+  /** Turns and delivery claims. Every transition is fenced on the owner epoch. */
+  export interface Service {
+    /**
+     * In one transaction: start (or resume) the conversation's turn for `owner` and claim every
+     * pending inbound message of the conversation. At most one active turn per conversation.
+     */
+    readonly acquire: (conversationId: ConversationId, owner: TurnOwner, now: number) => Effect.Effect<Acquired>
+    /** running → completed: its claimed messages become handled by it, claims are dropped. */
+    readonly complete: (turnId: TurnId, epoch: HostEpoch) => Effect.Effect<boolean>
+    /** running → queued with a not-before time; claims stay with the turn. */
+    readonly retryLater: (turnId: TurnId, epoch: HostEpoch, error: string, notBefore: number) => Effect.Effect<boolean>
+    /** running → failed for good: its messages count as handled (by a failed turn), claims are dropped. */
+    readonly fail: (turnId: TurnId, epoch: HostEpoch, error: string) => Effect.Effect<boolean>
+    /** Moves a surviving turn to this epoch (and optionally a new executor). */
+    readonly adopt: (turnId: TurnId, owner: TurnOwner) => Effect.Effect<boolean>
+    /**
+     * Recovery part 1: running turns of earlier epochs whose executor `isAlive` denies become
+     * interrupted and release their claims; survivors keep theirs and move to `epoch`.
+     */
+    readonly releaseOrphans: <E, R>(
+      epoch: HostEpoch,
+      isAlive: (executor: ExecutorId) => Effect.Effect<boolean, E, R>
+    ) => Effect.Effect<OrphanRelease, E, R>
+    readonly get: (turnId: TurnId) => Effect.Effect<Option.Option<Turn>>
+    readonly claimsOf: (turnId: TurnId) => Effect.Effect<ReadonlyArray<MessageId>>
+    /** Conversations with dispatchable work: pending messages, or a queued/interrupted turn. */
+    readonly conversationsWithWork: Effect.Effect<ReadonlyArray<ConversationId>>
+    readonly recent: (conversationId: ConversationId, limit: number) => Effect.Effect<ReadonlyArray<Turn>>
+    readonly countByStatus: Effect.Effect<Record<string, number>>
+  }
+}
+
+export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnStore.Service>() {
+  static readonly make = Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const findTurn = SqlSchema.findOne({
+      Request: TurnId,
+      Result: TurnRow,
+      execute: (id) => sql`SELECT ${sql.literal(turnColumns)} FROM turns WHERE id = ${id}`
+    })
+    const activeOf = SqlSchema.findOne({
+      Request: ConversationId,
+      Result: TurnRow,
+      execute: (id) => sql`SELECT ${sql.literal(turnColumns)} FROM turns WHERE conversation_id = ${id} AND status IN ('queued', 'running', 'interrupted')`
+    })
+    const claimIds = (turnId: TurnId) =>
+      sql<{ id: number }>`SELECT message_id AS id FROM delivery_claims WHERE turn_id = ${turnId} ORDER BY message_id`.pipe(
+        Effect.map((rows) => rows.map((r) => MessageId.make(r.id)))
+      )
+    const claimPending = (conversationId: ConversationId, turnId: TurnId) =>
+      sql`INSERT INTO delivery_claims (message_id, turn_id)
+        SELECT m.id, ${turnId} FROM messages m
+        WHERE m.conversation_id = ${conversationId} AND m.direction = 'in' AND m.handled_by IS NULL
+          AND NOT EXISTS (SELECT 1 FROM delivery_claims c WHERE c.message_id = m.id)`
+
+    const acquire = Effect.fn("TurnStore.acquire")(function* (conversationId: ConversationId, owner: TurnOwner, now: number) {
+      return yield* sql.withTransaction(
+        Effect.gen(function* () {
+          const active = yield* activeOf(conversationId)
+          let turnId: TurnId
+          if (Option.isSome(active)) {
+            const t = active.value
+            if (t.status === "running") return Acquired.Busy()
+            if (t.notBefore > now) return Acquired.Later({ at: t.notBefore })
+            yield* sql`UPDATE turns SET status = 'running', attempts = attempts + 1, owner_epoch = ${owner.epoch},
+              executor_id = ${owner.executor}, updated_at = ${now} WHERE id = ${t.id}`
+            turnId = t.id
+          } else {
+            const pending = yield* sql`SELECT 1 FROM messages m WHERE m.conversation_id = ${conversationId} AND m.direction = 'in'
+              AND m.handled_by IS NULL AND NOT EXISTS (SELECT 1 FROM delivery_claims c WHERE c.message_id = m.id) LIMIT 1`
+            if (pending.length === 0) return Acquired.Idle()
+            const rows = yield* sql<{ id: number }>`INSERT INTO turns (conversation_id, status, attempts, owner_epoch, executor_id, not_before, created_at, updated_at)
+              VALUES (${conversationId}, 'running', 1, ${owner.epoch}, ${owner.executor}, 0, ${now}, ${now}) RETURNING id`
+            turnId = TurnId.make(rows[0]!.id)
+          }
+          yield* claimPending(conversationId, turnId)
+          const messageIds = yield* claimIds(turnId)
+          if (messageIds.length === 0) {
+            // A resumed turn whose messages were all taken elsewhere has nothing left to answer.
+            yield* sql`UPDATE turns SET status = 'completed', updated_at = ${now} WHERE id = ${turnId}`
+            return Acquired.Idle()
+          }
+          const turn = yield* findTurn(turnId)
+          return Acquired.Started({ turn: toTurn(Option.getOrThrow(turn)), messageIds })
+        })
+      ).pipe(Effect.orDie)
+    })
+
+    const finish = (turnId: TurnId, epoch: HostEpoch, status: "completed" | "failed", error: string | null) =>
+      sql.withTransaction(
+        Effect.gen(function* () {
+          const now = Date.now()
+          const updated = yield* sql`UPDATE turns SET status = ${status}, error = ${error}, updated_at = ${now}
+            WHERE id = ${turnId} AND status = 'running' AND owner_epoch = ${epoch} RETURNING id`
+          if (updated.length === 0) return false
+          yield* sql`UPDATE messages SET handled_by = ${turnId} WHERE id IN (SELECT message_id FROM delivery_claims WHERE turn_id = ${turnId})`
+          yield* sql`DELETE FROM delivery_claims WHERE turn_id = ${turnId}`
+          return true
+        })
+      ).pipe(Effect.orDie)
+
+    const releaseOrphans = <E, R>(epoch: HostEpoch, isAlive: (executor: ExecutorId) => Effect.Effect<boolean, E, R>) =>
+      Effect.gen(function* () {
+        const running = yield* SqlSchema.findAll({
+          Request: HostEpoch,
+          Result: TurnRow,
+          execute: (e) => sql`SELECT ${sql.literal(turnColumns)} FROM turns WHERE status = 'running' AND (owner_epoch IS NULL OR owner_epoch != ${e})`
+        })(epoch).pipe(Effect.orDie)
+        // Liveness is asked outside any transaction: it may talk to a container runtime or a session.
+        const verdicts = yield* Effect.forEach(running, (t) =>
+          t.executorId === null ? Effect.succeed([t, false] as const) : Effect.map(isAlive(t.executorId), (alive) => [t, alive] as const),
+          { concurrency: 8 }
+        )
+        const dead = verdicts.filter(([, alive]) => !alive).map(([t]) => t.id)
+        const alive = verdicts.filter(([, a]) => a).map(([t]) => t)
+        const now = Date.now()
+        return yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const ids = JSON.stringify(dead)
+            const released = yield* sql<{ n: number }>`DELETE FROM delivery_claims WHERE turn_id IN (SELECT value FROM json_each(${ids})) RETURNING 1 AS n`
+            yield* sql`UPDATE turns SET status = 'interrupted', owner_epoch = NULL, executor_id = NULL, updated_at = ${now}
+              WHERE id IN (SELECT value FROM json_each(${ids})) AND status = 'running'`
+            yield* sql`UPDATE turns SET owner_epoch = ${epoch}, updated_at = ${now}
+              WHERE id IN (SELECT value FROM json_each(${JSON.stringify(alive.map((t) => t.id))})) AND status = 'running'`
+            const survivors = alive.map((t) => toTurn({ ...t, ownerEpoch: epoch }))
+            return { interrupted: dead, releasedClaims: released.length, survivors } satisfies OrphanRelease
+          })
+        ).pipe(Effect.orDie)
+      })
+
+    return TurnStore.of({
+      acquire,
+      complete: (turnId, epoch) => finish(turnId, epoch, "completed", null),
+      fail: (turnId, epoch, error) => finish(turnId, epoch, "failed", error),
+      retryLater: (turnId, epoch, error, notBefore) =>
+        sql`UPDATE turns SET status = 'queued', owner_epoch = NULL, executor_id = NULL, error = ${error}, not_before = ${notBefore}, updated_at = ${Date.now()}
+          WHERE id = ${turnId} AND status = 'running' AND owner_epoch = ${epoch} RETURNING id`.pipe(Effect.map((r) => r.length > 0), Effect.orDie),
+      adopt: (turnId, owner) =>
+        sql`UPDATE turns SET owner_epoch = ${owner.epoch}, executor_id = ${owner.executor}, updated_at = ${Date.now()}
+          WHERE id = ${turnId} AND status = 'running' RETURNING id`.pipe(Effect.map((r) => r.length > 0), Effect.orDie),
+      releaseOrphans,
+      get: (turnId) => findTurn(turnId).pipe(Effect.map(Option.map(toTurn)), Effect.orDie),
+      claimsOf: (turnId) => claimIds(turnId).pipe(Effect.orDie),
+      conversationsWithWork: sql<{ id: string }>`
+          SELECT DISTINCT m.conversation_id AS id FROM messages m
+          WHERE m.direction = 'in' AND m.handled_by IS NULL AND NOT EXISTS (SELECT 1 FROM delivery_claims c WHERE c.message_id = m.id)
+          UNION SELECT conversation_id AS id FROM turns WHERE status IN ('queued', 'interrupted')`.pipe(
+        Effect.map((rows) => rows.map((r) => ConversationId.make(r.id))),
+        Effect.orDie
+      ),
+      recent: (conversationId, limit) =>
+        SqlSchema.findAll({
+          Request: Schema.Void,
+          Result: TurnRow,
+          execute: () => sql`SELECT ${sql.literal(turnColumns)} FROM turns WHERE conversation_id = ${conversationId} ORDER BY id DESC LIMIT ${limit}`
+        })(undefined).pipe(Effect.map((rows) => rows.map(toTurn)), Effect.orDie),
+      countByStatus: sql<{ status: string; n: number }>`SELECT status, COUNT(*) AS n FROM turns GROUP BY status`.pipe(
+        Effect.map((rows) => Object.fromEntries(rows.map((r) => [r.status, r.n]))),
+        Effect.orDie
+      )
+    })
+  })
+
+  static readonly layer = Layer.effect(TurnStore, TurnStore.make)
+}

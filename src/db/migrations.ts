@@ -1,0 +1,123 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/**
+ * Numbered migrations, applied in order and recorded in `pynchy_migrations`.
+ * Never edit a landed one: add the next number.
+ */
+const m0001_initial = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE conversations (
+    id TEXT PRIMARY KEY,
+    connection TEXT NOT NULL,
+    place TEXT NOT NULL,
+    workspace TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  )`
+  yield* sql`CREATE TABLE messages (
+    id INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id),
+    direction TEXT NOT NULL CHECK (direction IN ('in', 'out')),
+    sender TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at INTEGER NOT NULL,
+    handled_by INTEGER REFERENCES turns(id)
+  )`
+  // Pending inbound work per conversation: the queue's only scan.
+  yield* sql`CREATE INDEX messages_pending ON messages (conversation_id, id) WHERE direction = 'in' AND handled_by IS NULL`
+  yield* sql`CREATE INDEX messages_conversation ON messages (conversation_id, id)`
+  yield* sql`CREATE TABLE receipts (
+    connection TEXT NOT NULL,
+    provider_event_id TEXT NOT NULL,
+    message_id INTEGER NOT NULL REFERENCES messages(id),
+    PRIMARY KEY (connection, provider_event_id)
+  ) WITHOUT ROWID`
+  yield* sql`CREATE TABLE cursors (
+    connection TEXT NOT NULL,
+    stream TEXT NOT NULL,
+    position TEXT NOT NULL,
+    ord REAL NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (connection, stream)
+  ) WITHOUT ROWID`
+  yield* sql`CREATE TABLE turns (
+    id INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id),
+    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'failed', 'interrupted')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    owner_epoch TEXT,
+    executor_id TEXT,
+    not_before INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  )`
+  // At most one active turn per conversation.
+  yield* sql`CREATE UNIQUE INDEX turns_one_active ON turns (conversation_id) WHERE status IN ('queued', 'running', 'interrupted')`
+  yield* sql`CREATE INDEX turns_status ON turns (status) WHERE status IN ('queued', 'running', 'interrupted')`
+  // One claim per message.
+  yield* sql`CREATE TABLE delivery_claims (
+    message_id INTEGER PRIMARY KEY REFERENCES messages(id),
+    turn_id INTEGER NOT NULL REFERENCES turns(id)
+  )`
+  yield* sql`CREATE INDEX delivery_claims_turn ON delivery_claims (turn_id)`
+  yield* sql`CREATE TABLE deliveries (
+    id INTEGER PRIMARY KEY,
+    idempotency_key TEXT NOT NULL UNIQUE,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id),
+    turn_id INTEGER REFERENCES turns(id),
+    kind TEXT NOT NULL CHECK (kind IN ('reply', 'notice')),
+    text TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'failed', 'unknown')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  )`
+  yield* sql`CREATE INDEX deliveries_pending ON deliveries (id) WHERE status = 'pending'`
+  yield* sql`CREATE TABLE workspaces (
+    id TEXT PRIMARY KEY,
+    definition TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  )`
+  yield* sql`CREATE TABLE session_bindings (
+    conversation_id TEXT PRIMARY KEY REFERENCES conversations(id),
+    kind TEXT NOT NULL CHECK (kind IN ('llm', 'attachment')),
+    ref TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+  )`
+  yield* sql`CREATE TABLE attachments (
+    id INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL,
+    runtime_id TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    session_ref TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('current', 'superseded', 'detached')),
+    replaces INTEGER REFERENCES attachments(id),
+    observation_token INTEGER NOT NULL DEFAULT 0,
+    last_status TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  )`
+  // One current attachment per conversation.
+  yield* sql`CREATE UNIQUE INDEX attachments_one_current ON attachments (conversation_id) WHERE state = 'current'`
+  yield* sql`CREATE TABLE events (
+    id INTEGER PRIMARY KEY,
+    type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    at INTEGER NOT NULL
+  )`
+  yield* sql`CREATE TABLE host_runs (
+    epoch TEXT PRIMARY KEY,
+    pid INTEGER NOT NULL,
+    version TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    ready_at INTEGER,
+    stopped_at INTEGER
+  )`
+})
+
+export const migrations = {
+  "0001_initial": m0001_initial
+} as const

@@ -1,0 +1,51 @@
+import { Schema } from "effect"
+import { ConnectionName, ConversationId, WorkspaceId } from "./ids.js"
+
+export class SandboxSettings extends Schema.Class<SandboxSettings>("SandboxSettings")({
+  /** Container runtime name; unset means the host default. */
+  runtime: Schema.optional(Schema.NonEmptyString),
+  memoryMb: Schema.optional(Schema.Int.pipe(Schema.between(16, 65_536))),
+  maxProcesses: Schema.optional(Schema.Int.pipe(Schema.between(1, 65_536))),
+  timeoutSeconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 86_400)), { default: () => 600 })
+}) {}
+
+/** An agent context. Declared in config or registered at runtime (durable). */
+export class Workspace extends Schema.Class<Workspace>("Workspace")({
+  id: WorkspaceId,
+  instructions: Schema.optionalWith(Schema.String, { default: () => "" }),
+  /** Folder relative to the data dir's `workspaces/`, or absolute; defaults to the id. */
+  folder: Schema.optional(Schema.NonEmptyString),
+  /** Skill names enabled beyond the core tier. */
+  skills: Schema.optionalWith(Schema.Array(Schema.NonEmptyString), { default: () => [] }),
+  /** Host action ids this workspace may call. */
+  actions: Schema.optionalWith(Schema.Array(Schema.NonEmptyString), { default: () => [] }),
+  agentCore: Schema.optional(Schema.NonEmptyString),
+  model: Schema.optional(Schema.NonEmptyString),
+  sandbox: Schema.optionalWith(SandboxSettings, { default: () => SandboxSettings.make({}) }),
+  /** A cron expression for periodic turns. */
+  schedule: Schema.optional(Schema.NonEmptyString)
+}) {}
+
+/** (connection, provider place) → workspace. A place of `*` matches every place of the connection. */
+export class Route extends Schema.Class<Route>("Route")({
+  connection: ConnectionName,
+  place: Schema.NonEmptyTrimmedString,
+  workspace: WorkspaceId,
+  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true })
+}) {}
+
+export class Conversation extends Schema.Class<Conversation>("Conversation")({
+  id: ConversationId,
+  connection: ConnectionName,
+  place: Schema.String,
+  workspace: WorkspaceId,
+  createdAt: Schema.Number
+}) {}
+
+/** conversation → the agent's resumable session (an LLM session id or an attachment). */
+export class SessionBinding extends Schema.Class<SessionBinding>("SessionBinding")({
+  conversationId: ConversationId,
+  kind: Schema.Literal("llm", "attachment"),
+  ref: Schema.NonEmptyString,
+  updatedAt: Schema.Number
+}) {}

@@ -1,0 +1,187 @@
+import { SqlClient } from "@effect/sql"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Option } from "effect"
+import { ConnectionName, ConversationId, ExecutorId, HostEpoch, WorkspaceId } from "../../src/domain/ids.js"
+import { TurnOwner } from "../../src/domain/turn.js"
+import { Workspace } from "../../src/domain/workspace.js"
+import { DeliveryStore } from "../../src/db/DeliveryStore.js"
+import { HostStore } from "../../src/db/HostStore.js"
+import { type IngestRow, MessageStore } from "../../src/db/MessageStore.js"
+import { TurnStore } from "../../src/db/TurnStore.js"
+import { WorkspaceStore } from "../../src/db/WorkspaceStore.js"
+import { databases, storesOn } from "../support/db.js"
+
+const conv = ConversationId.make("terminal:a")
+const row = (eventId: string, extra: Partial<IngestRow> = {}): IngestRow => ({
+  conversationId: conv,
+  connection: ConnectionName.make("terminal"),
+  place: "a",
+  workspace: WorkspaceId.make("main"),
+  providerEventId: eventId,
+  sender: "me",
+  text: `text ${eventId}`,
+  metadata: {},
+  ...extra
+})
+const epoch = HostEpoch.make("e1")
+const owner = TurnOwner.make({ epoch, executor: ExecutorId.make("inproc:1") })
+
+describe.each(databases)("stores on the $name database", ({ layer }) => {
+  const run = <A, E>(effect: Effect.Effect<A, E, MessageStore | TurnStore | DeliveryStore | WorkspaceStore | HostStore | SqlClient.SqlClient>) =>
+    Effect.provide(effect, storesOn(layer()))
+
+  it.effect("ingest writes a receipt per provider event and dedups repeats, in and across batches", () =>
+    run(Effect.gen(function* () {
+      const store = yield* MessageStore
+      const first = yield* store.ingestBatch([row("e1"), row("e2"), row("e1")])
+      assert.deepStrictEqual(first.map((r) => r.duplicate), [false, false, true])
+      assert.strictEqual(first[0]!.messageId, first[2]!.messageId)
+      const again = yield* store.ingestBatch([row("e2"), row("e3")])
+      assert.deepStrictEqual(again.map((r) => r.duplicate), [true, false])
+      assert.strictEqual(again[0]!.messageId, first[1]!.messageId)
+      const msgs = yield* store.recent(conv, 10)
+      assert.deepStrictEqual(msgs.map((m) => m.text), ["text e1", "text e2", "text e3"])
+    })))
+
+  it.effect("the receipt constraint holds in the schema itself", () =>
+    run(Effect.gen(function* () {
+      const store = yield* MessageStore
+      const sql = yield* SqlClient.SqlClient
+      const [r] = yield* store.ingestBatch([row("x")])
+      const exit = yield* Effect.exit(sql`INSERT INTO receipts (connection, provider_event_id, message_id) VALUES ('terminal', 'x', ${r!.messageId})`)
+      assert.isTrue(Exit.isFailure(exit))
+    })))
+
+  it.effect("cursors move forward only, including through ingest", () =>
+    run(Effect.gen(function* () {
+      const store = yield* MessageStore
+      const c = ConnectionName.make("terminal")
+      yield* store.ingestBatch([row("a", { cursor: { stream: "s", position: "p5", order: 5 } })])
+      assert.strictEqual(Option.getOrThrow(yield* store.cursor(c, "s")).position, "p5")
+      assert.isFalse(yield* store.advanceCursor(c, "s", "p3", 3))
+      // A duplicate still carries its cursor forward.
+      yield* store.ingestBatch([row("a", { cursor: { stream: "s", position: "p9", order: 9 } })])
+      assert.strictEqual(Option.getOrThrow(yield* store.cursor(c, "s")).position, "p9")
+      assert.isTrue(yield* store.advanceCursor(c, "s", "p10", 10))
+      assert.isTrue(Option.isNone(yield* store.cursor(c, "other")))
+    })))
+
+  it.effect("a turn claims every pending message; one active turn per conversation", () =>
+    run(Effect.gen(function* () {
+      const messages = yield* MessageStore
+      const turns = yield* TurnStore
+      yield* messages.ingestBatch([row("1"), row("2")])
+      const a = yield* turns.acquire(conv, owner, 1)
+      assert.strictEqual(a._tag, "Started")
+      if (a._tag !== "Started") return
+      assert.strictEqual(a.messageIds.length, 2)
+      yield* messages.ingestBatch([row("3")])
+      assert.strictEqual((yield* turns.acquire(conv, owner, 2))._tag, "Busy")
+      assert.isTrue(yield* turns.complete(a.turn.id, epoch))
+      const handled = yield* messages.byIds(a.messageIds)
+      assert.deepStrictEqual(handled.map((m) => m.handledBy), [a.turn.id, a.turn.id])
+      const b = yield* turns.acquire(conv, owner, 3)
+      assert.strictEqual(b._tag, "Started")
+      if (b._tag === "Started") assert.strictEqual(b.messageIds.length, 1)
+    })))
+
+  it.effect("the schema refuses a second active turn and a second claim", () =>
+    run(Effect.gen(function* () {
+      const messages = yield* MessageStore
+      const turns = yield* TurnStore
+      const sql = yield* SqlClient.SqlClient
+      const [m] = yield* messages.ingestBatch([row("1")])
+      const a = yield* turns.acquire(conv, owner, 1)
+      if (a._tag !== "Started") return assert.fail("not started")
+      const secondTurn = yield* Effect.exit(sql`INSERT INTO turns (conversation_id, status, created_at, updated_at) VALUES (${conv}, 'queued', 0, 0)`)
+      assert.isTrue(Exit.isFailure(secondTurn))
+      const secondClaim = yield* Effect.exit(sql`INSERT INTO delivery_claims (message_id, turn_id) VALUES (${m!.messageId}, ${a.turn.id})`)
+      assert.isTrue(Exit.isFailure(secondClaim))
+    })))
+
+  it.effect("retries wait for their time; transitions are fenced on the owner epoch", () =>
+    run(Effect.gen(function* () {
+      const messages = yield* MessageStore
+      const turns = yield* TurnStore
+      yield* messages.ingestBatch([row("1")])
+      const a = yield* turns.acquire(conv, owner, 1)
+      if (a._tag !== "Started") return assert.fail("not started")
+      assert.isFalse(yield* turns.complete(a.turn.id, HostEpoch.make("stale")))
+      assert.isTrue(yield* turns.retryLater(a.turn.id, epoch, "boom", 100))
+      const later = yield* turns.acquire(conv, owner, 50)
+      assert.deepStrictEqual(later._tag === "Later" ? later.at : -1, 100)
+      const again = yield* turns.acquire(conv, owner, 100)
+      if (again._tag !== "Started") return assert.fail("not resumed")
+      assert.strictEqual(again.turn.id, a.turn.id)
+      assert.strictEqual(again.turn.attempts, 2)
+      assert.isTrue(yield* turns.fail(again.turn.id, epoch, "gave up"))
+      assert.strictEqual((yield* turns.acquire(conv, owner, 200))._tag, "Idle")
+    })))
+
+  it.effect("orphan release interrupts dead executors' turns and keeps survivors' claims", () =>
+    run(Effect.gen(function* () {
+      const messages = yield* MessageStore
+      const turns = yield* TurnStore
+      const other = ConversationId.make("terminal:b")
+      yield* messages.ingestBatch([row("1"), row("2", { conversationId: other, place: "b" })])
+      const dead = yield* turns.acquire(conv, TurnOwner.make({ epoch, executor: ExecutorId.make("dead") }), 1)
+      const live = yield* turns.acquire(other, TurnOwner.make({ epoch, executor: ExecutorId.make("alive") }), 1)
+      if (dead._tag !== "Started" || live._tag !== "Started") return assert.fail("not started")
+      const next = HostEpoch.make("e2")
+      const result = yield* turns.releaseOrphans(next, (ex) => Effect.succeed(ex === "alive"))
+      assert.deepStrictEqual(result.interrupted, [dead.turn.id])
+      assert.strictEqual(result.releasedClaims, 1)
+      assert.deepStrictEqual(result.survivors.map((t) => t.id), [live.turn.id])
+      assert.deepStrictEqual(yield* turns.claimsOf(live.turn.id), live.messageIds)
+      assert.deepStrictEqual(yield* turns.claimsOf(dead.turn.id), [])
+      assert.deepStrictEqual([...(yield* turns.conversationsWithWork)], [conv])
+      const resumed = yield* turns.acquire(conv, TurnOwner.make({ epoch: next, executor: ExecutorId.make("new") }), 2)
+      if (resumed._tag !== "Started") return assert.fail("interrupted turn not resumed")
+      assert.strictEqual(resumed.turn.id, dead.turn.id)
+      assert.isTrue(yield* turns.complete(live.turn.id, next))
+    })))
+
+  it.effect("deliveries: keys are unique, outcomes final, attempts durable", () =>
+    run(Effect.gen(function* () {
+      const messages = yield* MessageStore
+      const deliveries = yield* DeliveryStore
+      yield* messages.ingestBatch([row("1")])
+      const d = { idempotencyKey: "t1:0", conversationId: conv, turnId: null, kind: "reply" as const, text: "hi" }
+      const [first] = yield* deliveries.record([d])
+      const [again] = yield* deliveries.record([{ ...d, text: "changed" }])
+      assert.strictEqual(first!.id, again!.id)
+      assert.strictEqual(again!.text, "hi")
+      assert.strictEqual(yield* deliveries.beginAttempt(first!.id), 1)
+      assert.strictEqual((yield* deliveries.pending).length, 1)
+      assert.isTrue(yield* deliveries.settle(first!.id, "sent"))
+      assert.isFalse(yield* deliveries.settle(first!.id, "failed", "late"))
+      assert.deepStrictEqual(yield* deliveries.countByStatus, { sent: 1 })
+    })))
+
+  it.effect("workspaces register durably; session bindings replace", () =>
+    run(Effect.gen(function* () {
+      const messages = yield* MessageStore
+      const store = yield* WorkspaceStore
+      yield* store.register(Workspace.make({ id: WorkspaceId.make("w1"), instructions: "one" }))
+      yield* store.register(Workspace.make({ id: WorkspaceId.make("w1"), instructions: "two" }))
+      const all = yield* store.registered
+      assert.deepStrictEqual(all.map((w) => w.instructions), ["two"])
+      yield* messages.ingestBatch([row("1")])
+      yield* store.bindSession({ conversationId: conv, kind: "llm", ref: "s1" })
+      yield* store.bindSession({ conversationId: conv, kind: "attachment", ref: "7" })
+      assert.strictEqual(Option.getOrThrow(yield* store.sessionBinding(conv)).ref, "7")
+    })))
+
+  it.effect("host runs and table counts", () =>
+    run(Effect.gen(function* () {
+      const host = yield* HostStore
+      yield* host.recordStart({ epoch, pid: 1, version: "0.1.0" })
+      yield* host.recordReady(epoch)
+      const last = Option.getOrThrow(yield* host.lastRun)
+      assert.strictEqual(last.epoch, "e1")
+      assert.isNotNull(last.readyAt)
+      const counts = yield* host.tableCounts
+      assert.strictEqual(counts.host_runs, 1)
+      assert.strictEqual(counts.messages, 0)
+    })))
+})
