@@ -1,5 +1,6 @@
 /** The `pynchy` command: the CLI over the default stack, run by NodeRuntime.runMain. */
-import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer } from "effect"
 import { makeCli } from "../src/cli/main.js"
 import * as Logging from "../src/cli/logger.js"

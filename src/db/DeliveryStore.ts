@@ -30,13 +30,20 @@ export interface NewDelivery {
 export declare namespace DeliveryStore {
   /** Outbound sends: a row per send, written before the channel is called. */
   export interface Service {
-    /** Inserts the deliveries whose key is new (a known key is left as it is) and returns all of them. */
-    readonly record: (items: ReadonlyArray<NewDelivery>) => Effect.Effect<ReadonlyArray<Delivery>>
+    /**
+     * Inserts the deliveries whose key is new (a known key is left as it is) and returns all of
+     * them, each with whether this call created it.
+     */
+    readonly record: (items: ReadonlyArray<NewDelivery>) => Effect.Effect<ReadonlyArray<{ readonly delivery: Delivery; readonly created: boolean }>>
     /** Counts a channel call about to happen; the count survives a crash, so a resend is known to be one. */
     readonly beginAttempt: (id: DeliveryId) => Effect.Effect<number>
     /** pending → sent | failed | unknown (only from pending: outcomes are final). */
     readonly settle: (id: DeliveryId, status: "sent" | "failed" | "unknown", error?: string) => Effect.Effect<boolean>
     readonly pending: Effect.Effect<ReadonlyArray<Delivery>>
+    /** Pending deliveries of one conversation, in the order they were written. */
+    readonly pendingOf: (conversationId: ConversationId) => Effect.Effect<ReadonlyArray<Delivery>>
+    /** Conversations with pending deliveries, optionally only those on one connection. */
+    readonly conversationsWithPending: (connection?: string) => Effect.Effect<ReadonlyArray<ConversationId>>
     readonly byConversation: (conversationId: ConversationId, limit: number) => Effect.Effect<ReadonlyArray<Delivery>>
     readonly countByStatus: Effect.Effect<Record<string, number>>
   }
@@ -56,6 +63,11 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
       Result: DeliveryRow,
       execute: () => sql`SELECT ${sql.literal(columns)} FROM deliveries WHERE status = 'pending' ORDER BY id`
     })
+    const pendingOfRows = SqlSchema.findAll({
+      Request: ConversationId,
+      Result: DeliveryRow,
+      execute: (id) => sql`SELECT ${sql.literal(columns)} FROM deliveries WHERE status = 'pending' AND conversation_id = ${id} ORDER BY id`
+    })
     const conversationRows = SqlSchema.findAll({
       Request: Schema.Struct({ conversationId: ConversationId, limit: Schema.Int }),
       Result: DeliveryRow,
@@ -68,13 +80,14 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
         if (items.length === 0) return []
         const now = Date.now()
         const payload = JSON.stringify(items.map((d) => [d.idempotencyKey, d.conversationId, d.turnId, d.kind, d.text]))
-        yield* sql`INSERT INTO deliveries (idempotency_key, conversation_id, turn_id, kind, text, status, attempts, created_at, updated_at)
+        const inserted = yield* sql<{ id: number }>`INSERT INTO deliveries (idempotency_key, conversation_id, turn_id, kind, text, status, attempts, created_at, updated_at)
           SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
             json_extract(value, '$[4]'), 'pending', 0, ${now}, ${now}
           FROM json_each(${payload}) ORDER BY key
-          ON CONFLICT (idempotency_key) DO NOTHING`
+          ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`
+        const created = new Set(inserted.map((r) => r.id))
         const rows = yield* byKeys(items.map((d) => d.idempotencyKey))
-        return rows.map((r) => Delivery.make(r))
+        return rows.map((r) => ({ delivery: Delivery.make(r), created: created.has(r.id) }))
       }, Effect.orDie),
       beginAttempt: (id) =>
         sql<{ attempts: number }>`UPDATE deliveries SET attempts = attempts + 1, updated_at = ${Date.now()} WHERE id = ${id} RETURNING attempts`.pipe(
@@ -84,6 +97,14 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
       settle: (id, status, error) =>
         sql`UPDATE deliveries SET status = ${status}, error = ${error ?? null}, updated_at = ${Date.now()}
           WHERE id = ${id} AND status = 'pending' RETURNING id`.pipe(Effect.map((r) => r.length > 0), Effect.orDie),
+      pendingOf: (conversationId) =>
+        pendingOfRows(conversationId).pipe(Effect.map((rows) => rows.map((r) => Delivery.make(r))), Effect.orDie),
+      conversationsWithPending: (connection) =>
+        (connection === undefined
+          ? sql<{ id: string }>`SELECT DISTINCT conversation_id AS id FROM deliveries WHERE status = 'pending'`
+          : sql<{ id: string }>`SELECT DISTINCT d.conversation_id AS id FROM deliveries d JOIN conversations c ON c.id = d.conversation_id
+              WHERE d.status = 'pending' AND c.connection = ${connection}`
+        ).pipe(Effect.map((rows) => rows.map((r) => ConversationId.make(r.id))), Effect.orDie),
       pending: pendingRows(undefined).pipe(Effect.map((rows) => rows.map((r) => Delivery.make(r))), Effect.orDie),
       byConversation: (conversationId, limit) =>
         conversationRows({ conversationId, limit }).pipe(Effect.map((rows) => rows.map((r) => Delivery.make(r))), Effect.orDie),

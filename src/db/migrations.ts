@@ -75,7 +75,7 @@ const m0001_initial = Effect.gen(function* () {
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
   )`
-  yield* sql`CREATE INDEX deliveries_pending ON deliveries (id) WHERE status = 'pending'`
+  yield* sql`CREATE INDEX deliveries_pending ON deliveries (conversation_id, id) WHERE status = 'pending'`
   yield* sql`CREATE TABLE workspaces (
     id TEXT PRIMARY KEY,
     definition TEXT NOT NULL,

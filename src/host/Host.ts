@@ -1,5 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { HostStore } from "../db/HostStore.js"
+import { Recovery } from "../pipeline/Recovery.js"
 import { HostIdentity } from "./HostIdentity.js"
 
 export declare namespace Host {
@@ -20,7 +21,10 @@ export class Host extends Context.Tag("pynchy/Host")<Host, Host.Service>() {
     Effect.gen(function* () {
       const identity = yield* HostIdentity
       const store = yield* HostStore
+      const recovery = yield* Recovery
       yield* Effect.acquireRelease(store.recordStart(identity), () => store.recordStop(identity.epoch))
+      const released = yield* recovery.releaseOrphanClaims
+      yield* recovery.dispatchInterrupted(released.survivors)
       yield* store.recordReady(identity.epoch)
       const readyAt = Date.now()
       yield* Effect.logInfo("ready").pipe(Effect.annotateLogs({ epoch: identity.epoch, pid: identity.pid, version: identity.version }))

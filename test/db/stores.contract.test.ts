@@ -149,12 +149,18 @@ describe.each(databases)("stores on the $name database", ({ layer }) => {
       const d = { idempotencyKey: "t1:0", conversationId: conv, turnId: null, kind: "reply" as const, text: "hi" }
       const [first] = yield* deliveries.record([d])
       const [again] = yield* deliveries.record([{ ...d, text: "changed" }])
-      assert.strictEqual(first!.id, again!.id)
-      assert.strictEqual(again!.text, "hi")
-      assert.strictEqual(yield* deliveries.beginAttempt(first!.id), 1)
+      assert.isTrue(first!.created)
+      assert.isFalse(again!.created)
+      assert.strictEqual(first!.delivery.id, again!.delivery.id)
+      assert.strictEqual(again!.delivery.text, "hi")
+      assert.deepStrictEqual(yield* deliveries.conversationsWithPending("terminal"), [conv])
+      assert.deepStrictEqual(yield* deliveries.conversationsWithPending("matrix"), [])
+      assert.strictEqual((yield* deliveries.pendingOf(conv)).length, 1)
+      const id = first!.delivery.id
+      assert.strictEqual(yield* deliveries.beginAttempt(id), 1)
       assert.strictEqual((yield* deliveries.pending).length, 1)
-      assert.isTrue(yield* deliveries.settle(first!.id, "sent"))
-      assert.isFalse(yield* deliveries.settle(first!.id, "failed", "late"))
+      assert.isTrue(yield* deliveries.settle(id, "sent"))
+      assert.isFalse(yield* deliveries.settle(id, "failed", "late"))
       assert.deepStrictEqual(yield* deliveries.countByStatus, { sent: 1 })
     })))
 

@@ -1,0 +1,43 @@
+import * as fs from "node:fs"
+import type { Channel, OutboundDelivery } from "../pipeline/channel-contract.js"
+
+export interface RecordingOptions {
+  readonly name: string
+  /** JSONL file: one line per delivery the "platform" accepted. */
+  readonly file: string
+  /** Behave like a platform with transaction ids: a key seen before is accepted and not recorded again. */
+  readonly idempotent: boolean
+  /** Delay inside send before and after the platform accepts (widens crash windows in tests). */
+  readonly delayMs?: number
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/**
+ * A channel whose "platform" is a file, for tests and crash drills. The write is synchronous and
+ * appended, so what the file holds is exactly what the platform accepted, even across kill -9.
+ */
+export const recordingChannel = (options: RecordingOptions): Channel => {
+  const seen = new Set<string>()
+  if (options.idempotent && fs.existsSync(options.file)) {
+    for (const line of fs.readFileSync(options.file, "utf8").split("\n")) {
+      if (line.trim() === "") continue
+      try {
+        seen.add((JSON.parse(line) as { key: string }).key)
+      } catch {
+        // A line torn by a kill mid-write was never accepted.
+      }
+    }
+  }
+  return {
+    name: options.name,
+    idempotentResends: options.idempotent,
+    async send(d: OutboundDelivery) {
+      if (options.delayMs) await sleep(options.delayMs)
+      if (options.idempotent && seen.has(d.idempotencyKey)) return
+      fs.appendFileSync(options.file, JSON.stringify({ key: d.idempotencyKey, conversation: d.conversationId, kind: d.kind, text: d.text, attempt: d.previousAttempts + 1 }) + "\n")
+      seen.add(d.idempotencyKey)
+      if (options.delayMs) await sleep(options.delayMs)
+    }
+  }
+}

@@ -1,0 +1,55 @@
+import { Context, Effect, Schema } from "effect"
+import type { ExecutorId } from "../domain/ids.js"
+import type { Message } from "../domain/message.js"
+import type { Turn } from "../domain/turn.js"
+import type { Conversation, Workspace } from "../domain/workspace.js"
+
+/** A turn's run failed; `retryable` decides between a later attempt and a final failure. */
+export class TurnFailed extends Schema.TaggedError<TurnFailed>()("TurnFailed", {
+  code: Schema.String,
+  reason: Schema.String,
+  retryable: Schema.Boolean
+}) {
+  override get message() {
+    return `turn failed (${this.code}): ${this.reason}`
+  }
+}
+
+/** Everything an executor gets for one turn. */
+export interface TurnInput {
+  readonly turn: Turn
+  readonly executor: ExecutorId
+  readonly conversation: Conversation
+  readonly workspace: Workspace
+  /** The claimed inbound messages, oldest first. */
+  readonly messages: ReadonlyArray<Message>
+  /**
+   * Records a reply durably (a delivery row, keyed `t<turn>:<n>` by its position in the turn)
+   * and hands it to the channel. A rerun of the same turn that replies in the same order finds
+   * its earlier replies recorded and sends nothing twice.
+   */
+  readonly reply: (text: string) => Effect.Effect<void>
+}
+
+export declare namespace AgentExecutor {
+  /** Runs one turn: a sandboxed agent, a delegated session, or a scripted stand-in. */
+  export interface Service {
+    /** Picks the executor id for a new run before it starts, so ownership is recorded first. */
+    readonly allocate: Effect.Effect<ExecutorId>
+    readonly execute: (input: TurnInput) => Effect.Effect<void, TurnFailed>
+    /**
+     * Takes over a turn whose executor survived a restart and waits for its end. Executors
+     * that cannot survive a restart never see this (their liveness says dead).
+     */
+    readonly adopt: (input: TurnInput) => Effect.Effect<void, TurnFailed>
+  }
+}
+export class AgentExecutor extends Context.Tag("pynchy/AgentExecutor")<AgentExecutor, AgentExecutor.Service>() {}
+
+export declare namespace ExecutorLiveness {
+  /** Whether the executor of a turn from an earlier host epoch is still alive (recovery asks). */
+  export interface Service {
+    readonly isAlive: (executor: ExecutorId) => Effect.Effect<boolean>
+  }
+}
+export class ExecutorLiveness extends Context.Tag("pynchy/ExecutorLiveness")<ExecutorLiveness, ExecutorLiveness.Service>() {}

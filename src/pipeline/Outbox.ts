@@ -1,0 +1,134 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Duration, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import { DeliveryStore } from "../db/DeliveryStore.js"
+import { MessageStore } from "../db/MessageStore.js"
+import type { Delivery, DeliveryKind } from "../domain/delivery.js"
+import type { ConversationId, TurnId } from "../domain/ids.js"
+import type { Conversation } from "../domain/workspace.js"
+import type { Channel } from "./channel-contract.js"
+import { Channels } from "./Channels.js"
+import { keyedRunner } from "./keyed.js"
+
+/** The channel call rejected: nothing was delivered, so it may be tried again. */
+class SendRejected extends Schema.TaggedError<SendRejected>()("SendRejected", { reason: Schema.String }) {}
+/** The channel call did not answer in time: it may or may not have been delivered. */
+class SendTimedOut extends Schema.TaggedError<SendTimedOut>()("SendTimedOut", {}) {}
+
+const SEND_TIMEOUT = Duration.seconds(30)
+const SEND_RETRIES = Schedule.exponential(Duration.millis(200)).pipe(Schedule.intersect(Schedule.recurs(2)))
+
+export interface OutgoingItem {
+  readonly idempotencyKey: string
+  readonly kind: DeliveryKind
+  readonly text: string
+}
+
+export declare namespace Outbox {
+  /**
+   * Outbound deliveries: recorded before any channel call, sent in order per conversation,
+   * resumed after a restart, each ending sent, failed or unknown.
+   */
+  export interface Service {
+    /** Records deliveries (new keys only, with their outbound message rows) and wakes the sender. */
+    readonly record: (conversationId: ConversationId, turnId: TurnId | null, items: ReadonlyArray<OutgoingItem>) => Effect.Effect<void>
+    /** Wakes the sender of every conversation with pending deliveries (startup, channel bound). */
+    readonly resumePending: (connection?: string) => Effect.Effect<number>
+  }
+}
+
+export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>() {
+  static readonly make = Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const deliveries = yield* DeliveryStore
+    const messages = yield* MessageStore
+    const channels = yield* Channels
+    const scope = yield* Effect.scope
+
+    const record: Outbox.Service["record"] = Effect.fn("Outbox.record")(function* (conversationId, turnId, items) {
+      yield* sql.withTransaction(
+        Effect.gen(function* () {
+          const rows = yield* deliveries.record(items.map((i) => ({ ...i, conversationId, turnId })))
+          for (const { delivery, created } of rows) {
+            if (created) {
+              yield* messages.appendOutbound({ conversationId, sender: "assistant", text: delivery.text, metadata: { delivery: delivery.idempotencyKey, kind: delivery.kind } })
+            }
+          }
+        })
+      ).pipe(Effect.orDie)
+      yield* sender.wake(conversationId)
+    })
+
+    /** The user hears about a reply that failed or may be lost; notices themselves beget none. */
+    const noticeFor = (d: Delivery, status: "failed" | "unknown"): Effect.Effect<void> =>
+      d.kind === "notice" ? Effect.void : record(d.conversationId, d.turnId, [{
+        idempotencyKey: `${d.idempotencyKey}:${status}`,
+        kind: "notice",
+        text: status === "failed"
+          ? "(A reply could not be delivered to this chat.)"
+          : "(The assistant restarted while sending a reply; it may be missing here.)"
+      }])
+
+    const callChannel = (channel: Channel, conversation: Conversation, d: Delivery, previousAttempts: number) =>
+      Effect.tryPromise({
+        try: () => channel.send({
+          idempotencyKey: d.idempotencyKey,
+          conversationId: d.conversationId,
+          connection: conversation.connection,
+          place: conversation.place,
+          kind: d.kind,
+          text: d.text,
+          previousAttempts
+        }),
+        catch: (e) => new SendRejected({ reason: e instanceof Error ? e.message : String(e) })
+      }).pipe(Effect.timeoutFail({ duration: SEND_TIMEOUT, onTimeout: () => new SendTimedOut() }))
+
+    const sendOne = (channel: Channel, conversation: Conversation, d: Delivery) =>
+      Effect.gen(function* () {
+        const attempt = yield* deliveries.beginAttempt(d.id)
+        if (attempt > 1 && !channel.idempotentResends) {
+          // An earlier call may have reached the platform before the crash: resending could duplicate.
+          yield* deliveries.settle(d.id, "unknown", "interrupted during an earlier send; the channel cannot resend idempotently")
+          yield* Effect.logWarning("delivery outcome unknown").pipe(Effect.annotateLogs({ delivery: d.idempotencyKey, channel: channel.name }))
+          return yield* noticeFor(d, "unknown")
+        }
+        const outcome = yield* callChannel(channel, conversation, d, attempt - 1).pipe(
+          Effect.retry({ schedule: SEND_RETRIES, while: (e) => e._tag === "SendRejected" || channel.idempotentResends }),
+          Effect.either
+        )
+        if (outcome._tag === "Right") {
+          yield* deliveries.settle(d.id, "sent")
+          return
+        }
+        const status = outcome.left._tag === "SendTimedOut" && !channel.idempotentResends ? "unknown" : "failed"
+        const reason = outcome.left._tag === "SendRejected" ? outcome.left.reason : "channel did not answer in time"
+        yield* deliveries.settle(d.id, status, reason)
+        yield* Effect.logWarning(`delivery ${status}`).pipe(Effect.annotateLogs({ delivery: d.idempotencyKey, channel: channel.name }))
+        yield* noticeFor(d, status)
+      })
+
+    const drain = (conversationId: ConversationId) =>
+      Effect.gen(function* () {
+        const conversation = yield* messages.conversation(conversationId)
+        if (Option.isNone(conversation)) return
+        const channel = channels.get(conversation.value.connection)
+        // No channel yet (a runtime still starting): the rows wait, and binding one wakes them.
+        if (channel === undefined) return
+        for (const d of yield* deliveries.pendingOf(conversationId)) yield* sendOne(channel, conversation.value, d)
+      }).pipe(Effect.withSpan("Outbox.drain"))
+
+    const sender = keyedRunner(scope, drain)
+
+    const resumePending = (connection?: string) =>
+      Effect.gen(function* () {
+        const pending = yield* deliveries.conversationsWithPending(connection)
+        yield* Effect.forEach(pending, sender.wake, { discard: true })
+        return pending.length
+      })
+
+    yield* channels.bound.pipe(Stream.runForEach((name) => resumePending(name)), Effect.forkScoped)
+
+    return Outbox.of({ record, resumePending })
+  })
+
+  static readonly layer = Layer.scoped(Outbox, Outbox.make)
+}

@@ -1,0 +1,137 @@
+import { Context, Duration, Effect, Layer } from "effect"
+import { HostConfig } from "../config/HostConfig.js"
+import { TurnStore } from "../db/TurnStore.js"
+import type { ConversationId } from "../domain/ids.js"
+import { TurnOwner } from "../domain/turn.js"
+import { HostIdentity } from "../host/HostIdentity.js"
+import { AgentExecutor } from "./AgentExecutor.js"
+import { type StartedTurn, TurnRunner } from "./TurnRunner.js"
+
+export interface QueueStats {
+  readonly open: boolean
+  /** Conversations signalled and not yet looked at. */
+  readonly waiting: number
+  readonly running: number
+  readonly capacity: number
+  readonly dispatched: number
+}
+
+export declare namespace TurnQueue {
+  /**
+   * The turn dispatcher. The database is the truth; a signal only says "look at this
+   * conversation". Waiting work stays in the database: memory holds at most one entry per
+   * signalled conversation. One turn per conversation, at most `maxConcurrentTurns` at once.
+   */
+  export interface Service {
+    /** Something may be pending for this conversation. Cheap; safe to repeat. */
+    readonly signal: (conversationId: ConversationId) => Effect.Effect<void>
+    /**
+     * Opens dispatch (recovery part 2): every conversation with pending messages or a
+     * queued/interrupted turn is signalled, then turns start. Before this, signals only collect.
+     */
+    readonly open: Effect.Effect<number>
+    /** Waits for turns whose executor survived a restart (their claims were kept). */
+    readonly adopt: (started: ReadonlyArray<Omit<StartedTurn, "epoch">>) => Effect.Effect<void>
+    readonly stats: Effect.Effect<QueueStats>
+  }
+}
+
+export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQueue.Service>() {
+  static readonly make = Effect.gen(function* () {
+    const { config } = yield* HostConfig
+    const identity = yield* HostIdentity
+    const turns = yield* TurnStore
+    const runner = yield* TurnRunner
+    const executor = yield* AgentExecutor
+    const capacity = config.limits.maxConcurrentTurns
+    const scope = yield* Effect.scope
+
+    // Insertion-ordered: conversations are served in the order they were first signalled.
+    const waiting = new Set<ConversationId>()
+    const running = new Set<ConversationId>()
+    let isOpen = false
+    let dispatched = 0
+    const wake = yield* Effect.makeLatch(false)
+    const permits = yield* Effect.makeSemaphore(capacity)
+
+    const signal = (conversationId: ConversationId) =>
+      Effect.suspend(() => {
+        waiting.add(conversationId)
+        return wake.open
+      })
+
+    const finished = (conversationId: ConversationId) =>
+      Effect.suspend(() => {
+        running.delete(conversationId)
+        // Messages may have arrived during the turn: they are the next turn's.
+        return signal(conversationId)
+      })
+
+    const retryAt = (conversationId: ConversationId, at: number) =>
+      Effect.sleep(Duration.millis(Math.max(0, at - Date.now()))).pipe(Effect.zipRight(signal(conversationId)), Effect.forkIn(scope))
+
+    const launch = (conversationId: ConversationId, started: StartedTurn) =>
+      Effect.gen(function* () {
+        running.add(conversationId)
+        dispatched++
+        const outcome = yield* runner.run(started)
+        if (outcome._tag === "RetryAt") yield* retryAt(conversationId, outcome.at)
+      }).pipe(Effect.ensuring(Effect.zipRight(permits.release(1), finished(conversationId))), Effect.forkIn(scope))
+
+    const dispatchOne = (conversationId: ConversationId) =>
+      Effect.gen(function* () {
+        yield* permits.take(1)
+        if (running.has(conversationId)) {
+          yield* permits.release(1)
+          return
+        }
+        const executorId = yield* executor.allocate
+        const acquired = yield* turns.acquire(conversationId, TurnOwner.make({ epoch: identity.epoch, executor: executorId }), Date.now())
+        switch (acquired._tag) {
+          case "Started":
+            return yield* launch(conversationId, { turn: acquired.turn, messageIds: acquired.messageIds, executor: executorId, epoch: identity.epoch })
+          case "Later":
+            yield* retryAt(conversationId, acquired.at)
+            break
+        }
+        yield* permits.release(1)
+      })
+
+    const loop = Effect.gen(function* () {
+      while (true) {
+        yield* wake.await
+        yield* wake.close
+        while (waiting.size > 0) {
+          const next = waiting.values().next().value!
+          waiting.delete(next)
+          yield* dispatchOne(next)
+        }
+      }
+    })
+
+    const gate = yield* Effect.makeLatch(false)
+    yield* gate.await.pipe(Effect.zipRight(loop), Effect.forkScoped)
+
+    return TurnQueue.of({
+      signal,
+      open: Effect.gen(function* () {
+        const work = yield* turns.conversationsWithWork
+        for (const c of work) waiting.add(c)
+        isOpen = true
+        yield* gate.open
+        yield* wake.open
+        return work.length
+      }),
+      adopt: (survivors) =>
+        Effect.forEach(survivors, (s) =>
+          Effect.gen(function* () {
+            yield* permits.take(1)
+            yield* launch(s.turn.conversationId, { ...s, epoch: identity.epoch, adopted: true })
+          }), { discard: true }),
+      stats: Effect.sync(() => ({ open: isOpen, waiting: waiting.size, running: running.size, capacity, dispatched }))
+    })
+  })
+
+  static readonly layer = Layer.scoped(TurnQueue, TurnQueue.make)
+}
+

@@ -1,0 +1,110 @@
+import { Cause, Context, Data, Duration, Effect, Layer, Option } from "effect"
+import { HostConfig } from "../config/HostConfig.js"
+import { MessageStore } from "../db/MessageStore.js"
+import { TurnStore } from "../db/TurnStore.js"
+import type { ExecutorId, HostEpoch, MessageId } from "../domain/ids.js"
+import type { Turn } from "../domain/turn.js"
+import { AgentExecutor, TurnFailed, type TurnInput } from "./AgentExecutor.js"
+import { Outbox } from "./Outbox.js"
+import { Workspaces } from "./Workspaces.js"
+
+/** How a run of a turn ended, for the queue to act on. */
+export type TurnOutcome = Data.TaggedEnum<{
+  Completed: {}
+  /** Queued again; due at `at` (epoch millis). */
+  RetryAt: { readonly at: number }
+  Failed: { readonly code: string }
+  /** Another epoch owns the turn now (fenced): nothing was written. */
+  Lost: {}
+}>
+export const TurnOutcome = Data.taggedEnum<TurnOutcome>()
+
+export interface StartedTurn {
+  readonly turn: Turn
+  readonly messageIds: ReadonlyArray<MessageId>
+  readonly executor: ExecutorId
+  readonly epoch: HostEpoch
+  /** true for a turn whose executor survived a restart: wait for it instead of starting it. */
+  readonly adopted?: boolean
+}
+
+/** Durable retries: the not-before time is stored, so a restart keeps the backoff. */
+export const retryDelayMs = (baseMs: number, attempt: number): number => Math.min(baseMs * 2 ** Math.max(0, attempt - 1), 10 * 60_000)
+
+export declare namespace TurnRunner {
+  /** Runs one started turn to its outcome: execute, record replies, complete, retry or fail. */
+  export interface Service {
+    readonly run: (started: StartedTurn) => Effect.Effect<TurnOutcome>
+  }
+}
+
+export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, TurnRunner.Service>() {
+  static readonly make = Effect.gen(function* () {
+    const { config } = yield* HostConfig
+    const turns = yield* TurnStore
+    const messages = yield* MessageStore
+    const workspaces = yield* Workspaces
+    const outbox = yield* Outbox
+    const executor = yield* AgentExecutor
+
+    const prepare = (started: StartedTurn) =>
+      Effect.gen(function* () {
+        const { turn } = started
+        const conversation = yield* messages.conversation(turn.conversationId)
+        if (Option.isNone(conversation)) return yield* new TurnFailed({ code: "unknown_conversation", reason: `conversation ${turn.conversationId} is gone`, retryable: false })
+        const workspace = yield* workspaces.get(conversation.value.workspace)
+        if (Option.isNone(workspace)) {
+          return yield* new TurnFailed({ code: "unknown_workspace", reason: `workspace '${conversation.value.workspace}' is not configured`, retryable: false })
+        }
+        let n = 0
+        const input: TurnInput = {
+          turn,
+          executor: started.executor,
+          conversation: conversation.value,
+          workspace: workspace.value,
+          messages: yield* messages.byIds(started.messageIds),
+          reply: (text) => Effect.suspend(() => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey: `t${turn.id}:${n++}`, kind: "reply", text }]))
+        }
+        return input
+      })
+
+    const run = Effect.fn("TurnRunner.run")(function* (started: StartedTurn) {
+      const { turn, epoch } = started
+      const outcome = yield* prepare(started).pipe(
+        Effect.flatMap((input) =>
+          (started.adopted ? executor.adopt(input) : executor.execute(input)).pipe(
+            Effect.timeoutFail({
+              duration: Duration.seconds(input.workspace.sandbox.timeoutSeconds),
+              onTimeout: () => new TurnFailed({ code: "turn_timeout", reason: `no answer within ${input.workspace.sandbox.timeoutSeconds}s`, retryable: true })
+            })
+          )
+        ),
+        // A defect in an executor is one failed attempt, not a dead host.
+        Effect.catchAllDefect((defect) => new TurnFailed({ code: "executor_defect", reason: Cause.pretty(Cause.die(defect)).split("\n")[0] ?? "defect", retryable: true })),
+        Effect.either
+      )
+      if (outcome._tag === "Right") {
+        return (yield* turns.complete(turn.id, epoch)) ? TurnOutcome.Completed() : TurnOutcome.Lost()
+      }
+      const failure = outcome.left
+      yield* Effect.logWarning("turn attempt failed").pipe(
+        Effect.annotateLogs({ turn: turn.id, code: failure.code, attempt: turn.attempts, retryable: failure.retryable })
+      )
+      if (failure.retryable && turn.attempts < config.limits.maxTurnAttempts) {
+        const at = Date.now() + retryDelayMs(config.limits.retryBaseMs, turn.attempts)
+        return (yield* turns.retryLater(turn.id, epoch, `${failure.code}: ${failure.reason}`, at)) ? TurnOutcome.RetryAt({ at }) : TurnOutcome.Lost()
+      }
+      if (!(yield* turns.fail(turn.id, epoch, `${failure.code}: ${failure.reason}`))) return TurnOutcome.Lost()
+      yield* outbox.record(turn.conversationId, turn.id, [{
+        idempotencyKey: `t${turn.id}:failed`,
+        kind: "notice",
+        text: `(Sorry, I could not answer: ${failure.reason}.)`
+      }])
+      return TurnOutcome.Failed({ code: failure.code })
+    })
+
+    return TurnRunner.of({ run })
+  })
+
+  static readonly layer = Layer.effect(TurnRunner, TurnRunner.make)
+}

@@ -1,0 +1,44 @@
+import { Effect, Either } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { decodeConfig } from "../../src/config/HostConfig.js"
+import type { PynchyConfig } from "../../src/config/schema.js"
+import { DeliveryStore } from "../../src/db/DeliveryStore.js"
+import type { ConversationId } from "../../src/domain/ids.js"
+import { tempDir } from "./db.js"
+
+/** A config with one `test` connection served by a recording channel writing into `dir`. */
+export const recordingConfig = (dir: string = tempDir(), options: { idempotent?: boolean; maxConcurrentTurns?: number; maxTurnAttempts?: number; retryBaseMs?: number } = {}): PynchyConfig =>
+  Either.getOrThrow(decodeConfig({
+    dataDir: dir,
+    workspaces: [{ id: "main", instructions: "test" }],
+    routes: [{ connection: "test", place: "*", workspace: "main", enabled: true }],
+    connections: { test: { kind: "recording", file: "sent.jsonl", idempotent: options.idempotent ?? true } },
+    limits: {
+      maxConcurrentTurns: options.maxConcurrentTurns ?? 4,
+      maxTurnAttempts: options.maxTurnAttempts ?? 3,
+      retryBaseMs: options.retryBaseMs ?? 1_000,
+      runtimeStartTimeoutMs: 5_000,
+      runtimeCloseTimeoutMs: 5_000,
+      runtimeReadyTimeoutMs: 5_000,
+      readinessCheckMs: 100,
+      shutdownTimeoutMs: 5_000
+    }
+  }, "test config"))
+
+export const sentLines = (dir: string): Array<{ key: string; conversation: string; kind: string; text: string }> => {
+  const file = path.join(dir, "sent.jsonl")
+  if (!fs.existsSync(file)) return []
+  return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l))
+}
+
+/** Waits (yielding, no wall-clock assertion) until the conversation has `n` settled deliveries. */
+export const awaitSettled = (conversationId: ConversationId, n: number) =>
+  Effect.gen(function* () {
+    const store = yield* DeliveryStore
+    while (true) {
+      const all = yield* store.byConversation(conversationId, 1_000)
+      if (all.filter((d) => d.status !== "pending").length >= n) return all
+      yield* Effect.sleep("5 millis")
+    }
+  })
