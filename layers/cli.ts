@@ -4,9 +4,9 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer } from "effect"
 import { makeCli } from "../src/cli/main.js"
 import * as Logging from "../src/cli/logger.js"
-import { HostLive } from "./default.js"
+import { ClientLive, HostLive } from "./default.js"
 
-const cli = makeCli({ host: HostLive })
+const cli = makeCli({ host: HostLive, client: ClientLive })
 
 cli(process.argv).pipe(
   Effect.provide(Layer.merge(NodeContext.layer, Logging.layer)),

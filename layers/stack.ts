@@ -11,6 +11,7 @@ import type { SqlClient } from "@effect/sql"
 import * as Stores from "../src/db/Stores.js"
 import { Host } from "../src/host/Host.js"
 import { HostIdentity } from "../src/host/HostIdentity.js"
+import * as ControlSocket from "../src/host/ControlSocket.js"
 import { logged } from "../src/host/lifecycle-log.js"
 import type { AgentExecutor, ExecutorLiveness } from "../src/pipeline/AgentExecutor.js"
 import { Channels } from "../src/pipeline/Channels.js"
@@ -33,14 +34,25 @@ export const makeStack = <EC, ED, EE>(parts: StackParts<EC, ED, EE>) => {
   const executor = logged("executor", parts.executor)
   const outbox = Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer))
   const queue = logged("queue", Layer.provideMerge(TurnQueue.layer, Layer.provideMerge(TurnRunner.layer, outbox)))
-  const pipeline = logged("pipeline", Layer.merge(Ingest.layer, Recovery.layer))
+  const pipeline = logged("pipeline", Layer.provideMerge(Layer.merge(Ingest.layer, Recovery.layer), TurnQueue.signalLayer))
+  const control = logged("control socket", ControlSocket.layer)
   const channels = logged("channels", BuiltinChannels.layer)
   return logged("host", Host.layer).pipe(
     Layer.provideMerge(channels),
+    Layer.provideMerge(control),
     Layer.provideMerge(pipeline),
     Layer.provideMerge(queue),
     Layer.provideMerge(executor),
     Layer.provideMerge(database),
     Layer.provideMerge(config)
   )
+}
+
+/**
+ * What a short-lived command needs to write into a host's database: config, database, stores,
+ * routing and the durable ingest, whose wake-ups go to the running host's control socket.
+ */
+export const makeClient = <EC, ED>(parts: Pick<StackParts<EC, ED, never>, "config" | "database">) => {
+  const base = Layer.provideMerge(Layer.provideMerge(Stores.layer, parts.database), parts.config)
+  return Layer.provideMerge(Ingest.layer, Layer.provideMerge(Layer.merge(Workspaces.layer, ControlSocket.remoteSignalLayer), base))
 }

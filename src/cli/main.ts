@@ -3,20 +3,26 @@ import type { Layer } from "effect"
 import { VERSION } from "../version.js"
 import { config } from "./commands/config.js"
 import { doctor } from "./commands/doctor.js"
+import { send } from "./commands/send.js"
 import { start } from "./commands/start.js"
+import type { HostConfig } from "../config/HostConfig.js"
+import type { MessageStore } from "../db/MessageStore.js"
+import type { Ingest } from "../pipeline/Ingest.js"
 import { status } from "./commands/status.js"
 
 /** What the commands run on; the composition (layers/) decides. */
-export interface Stacks<E> {
+export interface Stacks<E, EC> {
   /** The whole host, held open by `start`. */
   readonly host: Layer.Layer<never, E>
+  /** Database access and durable ingest without running a host (`send`). */
+  readonly client: Layer.Layer<Ingest | MessageStore | HostConfig, EC>
 }
 
-export const makeCli = <E>(stacks: Stacks<E>) =>
+export const makeCli = <E, EC>(stacks: Stacks<E, EC>) =>
   Command.run(
     Command.make("pynchy").pipe(
       Command.withDescription("A host for a personal AI assistant."),
-      Command.withSubcommands([start(stacks.host), status, config, doctor])
+      Command.withSubcommands([start(stacks.host), send(stacks.client), status, config, doctor])
     ),
     { name: "pynchy", version: VERSION }
   )

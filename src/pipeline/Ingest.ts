@@ -4,7 +4,7 @@ import { InvalidInput, type NoRoute } from "../domain/errors.js"
 import { conversationIdOf } from "../domain/ids.js"
 import { type Ingested, InboundMessageInput } from "../domain/message.js"
 import { problemsOf } from "../domain/problems.js"
-import { TurnQueue } from "./TurnQueue.js"
+import { TurnSignal } from "./TurnSignal.js"
 import { Workspaces } from "./Workspaces.js"
 
 /** Most rows one group commit writes: bounds the time one transaction holds the connection. */
@@ -31,7 +31,7 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
   static readonly make = Effect.gen(function* () {
     const store = yield* MessageStore
     const workspaces = yield* Workspaces
-    const queue = yield* TurnQueue
+    const signals = yield* TurnSignal
     const decode = Schema.decodeUnknownEither(InboundMessageInput)
     const pending = yield* Queue.unbounded<Pending>()
 
@@ -48,7 +48,7 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
         }
         yield* Effect.forEach(items, (p, i) => Deferred.succeed(p.done, results.value[i]!), { discard: true })
         const fresh = new Set(results.value.filter((r) => !r.duplicate).map((r) => r.conversationId))
-        yield* Effect.forEach(fresh, queue.signal, { discard: true })
+        yield* Effect.forEach(fresh, signals.signal, { discard: true })
       }
     })
     yield* Effect.forkScoped(writer)

@@ -6,6 +6,7 @@ import { TurnOwner } from "../domain/turn.js"
 import { HostIdentity } from "../host/HostIdentity.js"
 import { AgentExecutor } from "./AgentExecutor.js"
 import { type StartedTurn, TurnRunner } from "./TurnRunner.js"
+import { TurnSignal } from "./TurnSignal.js"
 
 export interface QueueStats {
   readonly open: boolean
@@ -133,5 +134,8 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
   })
 
   static readonly layer = Layer.scoped(TurnQueue, TurnQueue.make)
+
+  /** The queue as the in-process turn signal. */
+  static readonly signalLayer = Layer.effect(TurnSignal, Effect.map(TurnQueue, (q) => TurnSignal.of({ signal: q.signal })))
 }
 

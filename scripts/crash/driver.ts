@@ -1,0 +1,211 @@
+/**
+ * Crash drill: runs the host as a real child process (scripted executor, recording channel),
+ * streams messages into its database through the same client path as `pynchy send`, kills it
+ * with SIGKILL at random points, restarts it, and finally checks that nothing was lost and
+ * nothing was duplicated. `npx tsx scripts/crash/driver.ts --kills 200 [--non-idempotent]`.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { createRequire } from "node:module"
+import { Effect, Logger, LogLevel, ManagedRuntime, Layer } from "effect"
+import { HostConfig } from "../../src/config/HostConfig.js"
+import * as Database from "../../src/db/Database.js"
+import { Ingest } from "../../src/pipeline/Ingest.js"
+import { makeClient } from "../../layers/stack.js"
+
+const BIN = path.resolve(import.meta.dirname, "../../bin/pynchy.js")
+
+export interface DrillOptions {
+  readonly kills: number
+  /** The recording channel declares idempotent resends (Matrix-like) or not. */
+  readonly idempotent: boolean
+  readonly seed?: number
+  readonly log?: (line: string) => void
+}
+
+/** What the database looked like right after a kill: which crash windows the kill landed in. */
+export interface WindowCounts {
+  /** A turn was running with claims (claimed, not finished). */
+  claimedNotFinished: number
+  /** A delivery was written and never handed to the channel. */
+  writtenNotCalled: number
+  /** A delivery was handed to the channel and not marked. */
+  calledNotMarked: number
+}
+
+export interface DrillReport {
+  readonly kills: number
+  readonly messages: number
+  readonly windows: WindowCounts
+  readonly problems: ReadonlyArray<string>
+  readonly deliveries: Record<string, number>
+  readonly channelLines: number
+}
+
+interface Db {
+  prepare(sql: string): { all(...a: Array<unknown>): Array<Record<string, unknown>>; get(...a: Array<unknown>): Record<string, unknown> | undefined }
+  close(): void
+}
+const openDb = (file: string): Db => {
+  const Sqlite = createRequire(import.meta.url)("better-sqlite3") as new (f: string, o?: object) => Db
+  return new Sqlite(file, { readonly: true })
+}
+
+const rng = (seed: number) => () => {
+  seed = (seed * 1664525 + 1013904223) % 4294967296
+  return seed / 4294967296
+}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+const startHost = (dir: string, log: (l: string) => void) =>
+  new Promise<ChildProcess>((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, "start"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "", PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), PYNCHY_SCRIPTED_DELAY_MS: "4", PYNCHY_LOG_LEVEL: "info" },
+      stdio: ["ignore", "ignore", "pipe"]
+    })
+    let err = ""
+    const timer = setTimeout(() => reject(new Error(`host not ready in 30 s:\n${err.slice(-2000)}`)), 30_000)
+    child.stderr!.setEncoding("utf8")
+    child.stderr!.on("data", (d: string) => {
+      err += d
+      if (err.includes(" ready ")) {
+        clearTimeout(timer)
+        resolve(child)
+      }
+    })
+    child.once("exit", (code) => {
+      clearTimeout(timer)
+      if (!err.includes(" ready ")) reject(new Error(`host exited ${code} before ready:\n${err.slice(-2000)}`))
+    })
+    child.once("error", reject)
+    void log
+  })
+
+const killHard = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    child.once("exit", () => resolve())
+    child.kill("SIGKILL")
+  })
+
+const stopGently = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) => {
+    child.once("exit", (code) => resolve(code))
+    child.kill("SIGINT")
+  })
+
+export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport> => {
+  const log = options.log ?? (() => {})
+  const random = rng(options.seed ?? 42)
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-crash-"))
+  fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
+    `dataDir: ${dir}`,
+    "workspaces: [{ id: main }]",
+    "routes: [{ connection: test, place: '*', workspace: main }]",
+    `connections: { test: { kind: recording, file: sent.jsonl, idempotent: ${options.idempotent}, delayMs: 3 } }`,
+    "limits: { maxConcurrentTurns: 3, maxTurnAttempts: 1000, retryBaseMs: 10 }"
+  ].join("\n") + "\n")
+  const dbFile = path.join(dir, "pynchy.db")
+
+  // The driver writes into the host's database the way `pynchy send` does.
+  process.env.PYNCHY_CONFIG = path.join(dir, "pynchy.yaml")
+  const client = ManagedRuntime.make(
+    makeClient({ config: HostConfig.layer, database: Database.layer }).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
+  )
+  let sent = 0
+  const send = (n: number) =>
+    client.runPromise(
+      Effect.flatMap(Ingest, (ingest) =>
+        Effect.forEach(Array.from({ length: n }, () => sent++), (i) =>
+          ingest.ingest({ connection: "test", place: `p${i % 7}`, providerEventId: `ev${i}`, sender: "driver", text: `m${i}` })))
+    )
+
+  const windows: WindowCounts = { claimedNotFinished: 0, writtenNotCalled: 0, calledNotMarked: 0 }
+  try {
+    await send(5)
+    for (let k = 0; k < options.kills; k++) {
+      const host = await startHost(dir, log)
+      const feeding = (async () => {
+        for (let b = 0; b < 3; b++) {
+          await send(1 + Math.floor(random() * 3))
+          await sleep(random() * 15)
+        }
+      })()
+      await sleep(random() * 60)
+      await killHard(host)
+      await feeding
+      const db = openDb(dbFile)
+      const active = db.prepare("SELECT COUNT(*) AS n FROM turns t WHERE t.status = 'running' AND EXISTS (SELECT 1 FROM delivery_claims c WHERE c.turn_id = t.id)").get()!
+      const notCalled = db.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts = 0").get()!
+      const notMarked = db.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts > 0").get()!
+      db.close()
+      if (Number(active.n) > 0) windows.claimedNotFinished++
+      if (Number(notCalled.n) > 0) windows.writtenNotCalled++
+      if (Number(notMarked.n) > 0) windows.calledNotMarked++
+      log(`kill ${k + 1}/${options.kills}: ${sent} messages so far`)
+    }
+
+    // The last run is not killed: it must finish everything that is left.
+    const host = await startHost(dir, log)
+    const deadline = Date.now() + 60_000
+    while (Date.now() < deadline) {
+      const db = openDb(dbFile)
+      const open = db.prepare(`SELECT
+          (SELECT COUNT(*) FROM messages WHERE direction = 'in' AND handled_by IS NULL) +
+          (SELECT COUNT(*) FROM deliveries WHERE status = 'pending') AS n`).get()!
+      db.close()
+      if (Number(open.n) === 0) break
+      await sleep(50)
+    }
+    const code = await stopGently(host)
+    if (code !== 0) log(`final host exited with ${code}`)
+  } finally {
+    await client.dispose()
+  }
+  return { ...verify(dbFile, path.join(dir, "sent.jsonl"), options.idempotent, sent), windows, kills: options.kills }
+}
+
+/** The invariants: every message handled by exactly one completed turn; every reply sent once. */
+const verify = (dbFile: string, channelFile: string, idempotent: boolean, sent: number) => {
+  const problems: Array<string> = []
+  const db = openDb(dbFile)
+  const inbound = db.prepare(`SELECT m.id, m.text, m.handled_by AS turn, t.status FROM messages m LEFT JOIN turns t ON t.id = m.handled_by WHERE m.direction = 'in'`).all()
+  if (inbound.length !== sent) problems.push(`${sent} messages sent, ${inbound.length} stored`)
+  for (const m of inbound) {
+    if (m.turn === null) problems.push(`message ${m.id} was never handled`)
+    else if (m.status !== "completed") problems.push(`message ${m.id} handled by turn ${m.turn} in status ${m.status}`)
+  }
+  const leftovers = db.prepare(`SELECT (SELECT COUNT(*) FROM delivery_claims) AS claims, (SELECT COUNT(*) FROM turns WHERE status IN ('queued','running','interrupted')) AS active`).get()!
+  if (Number(leftovers.claims) !== 0 || Number(leftovers.active) !== 0) problems.push(`left over: ${leftovers.claims} claims, ${leftovers.active} active turns`)
+  const replies = db.prepare(`SELECT text, status, idempotency_key AS key FROM deliveries WHERE kind = 'reply'`).all()
+  const byText = new Map<string, Array<Record<string, unknown>>>()
+  for (const r of replies) byText.set(String(r.text), [...(byText.get(String(r.text)) ?? []), r])
+  for (const m of inbound) {
+    const rs = byText.get(`echo: ${m.text}`) ?? []
+    if (rs.length !== 1) problems.push(`message ${m.text} has ${rs.length} reply deliveries`)
+    else if (idempotent && rs[0]!.status !== "sent") problems.push(`reply to ${m.text} ended ${rs[0]!.status}`)
+    else if (!idempotent && rs[0]!.status !== "sent" && rs[0]!.status !== "unknown") problems.push(`reply to ${m.text} ended ${rs[0]!.status}`)
+  }
+  const deliveries = Object.fromEntries(db.prepare("SELECT status, COUNT(*) AS n FROM deliveries GROUP BY status").all().map((r) => [String(r.status), Number(r.n)]))
+  const sentKeys = new Set(db.prepare("SELECT idempotency_key AS key FROM deliveries WHERE status = 'sent'").all().map((r) => String(r.key)))
+  const unknownKeys = new Set(db.prepare("SELECT idempotency_key AS key FROM deliveries WHERE status = 'unknown'").all().map((r) => String(r.key)))
+  db.close()
+  const lines = fs.existsSync(channelFile) ? fs.readFileSync(channelFile, "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as { key: string }) : []
+  const counts = new Map<string, number>()
+  for (const l of lines) counts.set(l.key, (counts.get(l.key) ?? 0) + 1)
+  for (const [key, n] of counts) if (n > 1) problems.push(`channel received ${key} ${n} times`)
+  for (const key of sentKeys) if (!counts.has(key)) problems.push(`delivery ${key} marked sent but the channel never received it`)
+  for (const key of counts.keys()) if (!sentKeys.has(key) && !unknownKeys.has(key)) problems.push(`channel received ${key}, which is not recorded as sent`)
+  return { messages: sent, problems, deliveries, channelLines: lines.length }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const arg = (name: string) => process.argv.indexOf(name)
+  const kills = arg("--kills") > 0 ? Number(process.argv[arg("--kills") + 1]) : 100
+  const report = await runCrashDrill({ kills, idempotent: arg("--non-idempotent") < 0, seed: Date.now() % 100000, log: (l) => process.stderr.write(l + "\n") })
+  console.log(JSON.stringify(report, null, 2))
+  process.exit(report.problems.length === 0 ? 0 : 1)
+}
