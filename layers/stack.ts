@@ -1,17 +1,19 @@
 /**
- * The host stack as a function of the parts a composition chooses (database, executor, extra
- * channels). Each step is provided to the next, so startup runs top to bottom, shutdown bottom
- * to top, and a failure unwinds what came before it. Siblings merged at one step hold no
- * resources whose order matters.
+ * The host stack as a function of the parts a composition chooses (config, database, executor,
+ * connection runtimes, deploy rollback). Each step is provided to the next, so startup runs top
+ * to bottom in the order of ARCHITECTURE.md, shutdown bottom to top, and a failure unwinds what
+ * came before it. Siblings merged at one step hold no resources whose order matters.
  */
-import { Layer } from "effect"
+import type { SqlClient } from "@effect/sql"
+import { Cause, Effect, Layer, Option } from "effect"
 import * as BuiltinChannels from "../src/channels/BuiltinChannels.js"
 import type { HostConfig } from "../src/config/HostConfig.js"
-import type { SqlClient } from "@effect/sql"
 import * as Stores from "../src/db/Stores.js"
-import { Host } from "../src/host/Host.js"
-import { HostIdentity } from "../src/host/HostIdentity.js"
 import * as ControlSocket from "../src/host/ControlSocket.js"
+import { DeployRollback, type StartupRolledBack } from "../src/host/DeployRollback.js"
+import { dispatchLayer, Host, runRecordLayer } from "../src/host/Host.js"
+import { HostIdentity } from "../src/host/HostIdentity.js"
+import { LiveStatus } from "../src/host/LiveStatus.js"
 import { logged } from "../src/host/lifecycle-log.js"
 import type { AgentExecutor, ExecutorLiveness } from "../src/pipeline/AgentExecutor.js"
 import { Channels } from "../src/pipeline/Channels.js"
@@ -21,30 +23,61 @@ import { Recovery } from "../src/pipeline/Recovery.js"
 import { TurnQueue } from "../src/pipeline/TurnQueue.js"
 import { TurnRunner } from "../src/pipeline/TurnRunner.js"
 import { Workspaces } from "../src/pipeline/Workspaces.js"
+import { ConnectionRuntimes, type ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntimes.js"
+import { RecoveredTurns } from "../src/runtimes/RecoveredTurns.js"
+import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
 
-export interface StackParts<EC, ED, EE> {
+export interface StackParts<EC, ED, EE, ES> {
   readonly config: Layer.Layer<HostConfig, EC>
   readonly database: Layer.Layer<SqlClient.SqlClient, ED, HostConfig>
   readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig>
+  /** The connection runtimes, in start order (the plugin registry's, or a test's). */
+  readonly runtimes: Layer.Layer<ConnectionRuntimeSources, ES, HostConfig>
+  readonly rollback: Layer.Layer<DeployRollback, never, HostConfig>
 }
 
-export const makeStack = <EC, ED, EE>(parts: StackParts<EC, ED, EE>) => {
+export const makeStack = <EC, ED, EE, ES>(parts: StackParts<EC, ED, EE, ES>) => {
+  // 1. config
   const config = logged("config", Layer.merge(parts.config, HostIdentity.layer))
-  const database = logged("database", Layer.provideMerge(Stores.layer, parts.database))
-  const executor = logged("executor", parts.executor)
+  // 3. database, migrations, this run's record
+  const database = logged("database", Layer.provideMerge(runRecordLayer, Layer.provideMerge(Stores.layer, parts.database)))
+  const support = Layer.mergeAll(parts.executor, parts.rollback, LiveStatus.layer, Layer.provide(parts.runtimes, parts.config))
+  // 5. the queue accepts work (dispatch stays closed until step 9)
   const outbox = Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer))
   const queue = logged("queue", Layer.provideMerge(TurnQueue.layer, Layer.provideMerge(TurnRunner.layer, outbox)))
   const pipeline = logged("pipeline", Layer.provideMerge(Layer.merge(Ingest.layer, Recovery.layer), TurnQueue.signalLayer))
+  // 4. orphan claims released (needs the liveness of executors; nothing dispatches yet)
+  const recovered = logged("recovery: release orphan claims", RecoveredTurns.layer)
   const control = logged("control socket", ControlSocket.layer)
+  // 7 + 8. connection runtimes, in order, each ready before the next
+  const runtimes = logged("connection runtimes", Layer.provide(ConnectionRuntimes.layer, RuntimeContextsLive.layer))
+  // 9. interrupted turns dispatched
+  const dispatch = logged("recovery: dispatch", dispatchLayer)
+  // 10. channels, then ready
   const channels = logged("channels", BuiltinChannels.layer)
-  return logged("host", Host.layer).pipe(
+  const stack = logged("host", Host.layer).pipe(
     Layer.provideMerge(channels),
+    Layer.provideMerge(dispatch),
+    Layer.provideMerge(runtimes),
     Layer.provideMerge(control),
+    Layer.provideMerge(recovered),
     Layer.provideMerge(pipeline),
     Layer.provideMerge(queue),
-    Layer.provideMerge(executor),
+    Layer.provideMerge(support),
     Layer.provideMerge(database),
     Layer.provideMerge(config)
+  )
+  // A failed start during a deploy goes back to the previous version (DeployRollback decides).
+  return Layer.catchAllCause(stack, (cause) =>
+    Layer.unwrapEffect(
+      Effect.gen(function* () {
+        const rollback = yield* DeployRollback
+        const failure = Cause.squash(cause)
+        const rolledBack = yield* rollback.rollback(failure instanceof Error ? failure.message : String(failure))
+        const next: Cause.Cause<Layer.Layer.Error<typeof stack> | StartupRolledBack> = Option.isSome(rolledBack) ? Cause.fail(rolledBack.value) : cause
+        return Layer.failCause(next)
+      })
+    ).pipe(Layer.provide(Layer.provide(parts.rollback, parts.config)))
   )
 }
 
@@ -52,7 +85,7 @@ export const makeStack = <EC, ED, EE>(parts: StackParts<EC, ED, EE>) => {
  * What a short-lived command needs to write into a host's database: config, database, stores,
  * routing and the durable ingest, whose wake-ups go to the running host's control socket.
  */
-export const makeClient = <EC, ED>(parts: Pick<StackParts<EC, ED, never>, "config" | "database">) => {
+export const makeClient = <EC, ED>(parts: { readonly config: Layer.Layer<HostConfig, EC>; readonly database: Layer.Layer<SqlClient.SqlClient, ED, HostConfig> }) => {
   const base = Layer.provideMerge(Layer.provideMerge(Stores.layer, parts.database), parts.config)
   return Layer.provideMerge(Ingest.layer, Layer.provideMerge(Layer.merge(Workspaces.layer, ControlSocket.remoteSignalLayer), base))
 }

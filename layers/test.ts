@@ -1,14 +1,25 @@
-/** The test host: a given config, an in-memory database, the scripted executor. */
+/** The test host: a given config, an in-memory (or file) database, the scripted executor. */
 import type { Duration } from "effect"
+import { Layer } from "effect"
 import type { PynchyConfig } from "../src/config/schema.js"
 import { HostConfig } from "../src/config/HostConfig.js"
 import * as Database from "../src/db/Database.js"
 import * as ScriptedExecutor from "../src/agent/ScriptedExecutor.js"
+import { DeployRollback } from "../src/host/DeployRollback.js"
+import { ConnectionRuntimeSources, type RuntimeEntry } from "../src/runtimes/ConnectionRuntimes.js"
 import { makeStack } from "./stack.js"
 
-export const makeTestHost = (config: PynchyConfig, options: { replyDelay?: Duration.Duration; databaseFile?: string } = {}) =>
+export interface TestHostOptions {
+  readonly replyDelay?: Duration.Duration
+  readonly databaseFile?: string
+  readonly runtimes?: ReadonlyArray<RuntimeEntry>
+}
+
+export const makeTestHost = (config: PynchyConfig, options: TestHostOptions = {}) =>
   makeStack({
     config: HostConfig.layerFrom(config),
     database: options.databaseFile ? Database.layerFile(options.databaseFile) : Database.layerMemory,
-    executor: ScriptedExecutor.layer(options.replyDelay ? { replyDelay: options.replyDelay } : undefined)
+    executor: ScriptedExecutor.layer(options.replyDelay ? { replyDelay: options.replyDelay } : undefined),
+    runtimes: Layer.succeed(ConnectionRuntimeSources, options.runtimes ?? []),
+    rollback: DeployRollback.layerNoop
   })

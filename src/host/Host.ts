@@ -1,7 +1,11 @@
 import { Context, Effect, Layer } from "effect"
 import { HostStore } from "../db/HostStore.js"
 import { Recovery } from "../pipeline/Recovery.js"
+import { ConnectionRuntimes } from "../runtimes/ConnectionRuntimes.js"
+import { Dispatched, RecoveredTurns } from "../runtimes/RecoveredTurns.js"
+import { DeployRollback } from "./DeployRollback.js"
 import { HostIdentity } from "./HostIdentity.js"
+import { LiveStatus } from "./LiveStatus.js"
 
 export declare namespace Host {
   /** The running host: what `pynchy start` holds open until a signal arrives. */
@@ -11,21 +15,47 @@ export declare namespace Host {
   }
 }
 
+/** Records this run in the database: its start now, its stop when the stack has closed above it. */
+export const runRecordLayer = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const identity = yield* HostIdentity
+    const store = yield* HostStore
+    yield* Effect.acquireRelease(store.recordStart(identity), () => store.recordStop(identity.epoch))
+  })
+)
+
 /**
- * The last layer of a stack: it records the run, says `ready`, and on release records the stop.
- * Everything it sits on was started before it and is stopped after it.
+ * Startup step 9: interrupted turns are dispatched and surviving ones re-adopted. It needs
+ * ConnectionRuntimes, so it happens only after every runtime reported ready.
+ */
+export const dispatchLayer = Layer.effect(
+  Dispatched,
+  Effect.gen(function* () {
+    yield* ConnectionRuntimes
+    const { survivors } = yield* RecoveredTurns
+    const recovery = yield* Recovery
+    const { conversations } = yield* recovery.dispatchInterrupted(survivors)
+    return { conversations }
+  })
+)
+
+/**
+ * The last layer of a stack (step 10 done): it says `ready`, confirms a deploy in progress, and
+ * publishes the state. Everything it sits on was started before it and is stopped after it.
  */
 export class Host extends Context.Tag("pynchy/Host")<Host, Host.Service>() {
   static readonly layer = Layer.scoped(
     Host,
     Effect.gen(function* () {
+      yield* Dispatched
       const identity = yield* HostIdentity
       const store = yield* HostStore
-      const recovery = yield* Recovery
-      yield* Effect.acquireRelease(store.recordStart(identity), () => store.recordStop(identity.epoch))
-      const released = yield* recovery.releaseOrphanClaims
-      yield* recovery.dispatchInterrupted(released.survivors)
+      const status = yield* LiveStatus
+      const deploy = yield* DeployRollback
       yield* store.recordReady(identity.epoch)
+      yield* deploy.confirm
+      yield* status.setState("ready")
+      yield* Effect.addFinalizer(() => status.setState("stopping"))
       const readyAt = Date.now()
       yield* Effect.logInfo("ready").pipe(Effect.annotateLogs({ epoch: identity.epoch, pid: identity.pid, version: identity.version }))
       return { epoch: identity.epoch, readyAt }

@@ -1,0 +1,67 @@
+import { Effect, Either, Layer, Option, Runtime, Schema } from "effect"
+import { HostConfig } from "../config/HostConfig.js"
+import { MessageStore } from "../db/MessageStore.js"
+import { WorkspaceStore } from "../db/WorkspaceStore.js"
+import { ConnectionName, ConversationId, WorkspaceId } from "../domain/ids.js"
+import { problemsOf } from "../domain/problems.js"
+import { Workspace } from "../domain/workspace.js"
+import { Channels } from "../pipeline/Channels.js"
+import { Ingest } from "../pipeline/Ingest.js"
+import { Workspaces } from "../pipeline/Workspaces.js"
+import type { ConnectionRuntimeContext, WorkspaceInfo } from "./connection-runtime-contract.js"
+import { RuntimeContexts } from "./ConnectionRuntimes.js"
+
+const info = (w: Workspace): WorkspaceInfo => Schema.encodeSync(Workspace)(w) as unknown as WorkspaceInfo
+const decodeWorkspace = Schema.decodeUnknownEither(Workspace)
+
+/**
+ * The host side of ConnectionRuntimeContext: Promise-facing callbacks over the pipeline's
+ * services, run through the layer's runtime. Typed failures reject with their message.
+ */
+export const layer = Layer.effect(
+  RuntimeContexts,
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<Ingest | MessageStore | WorkspaceStore | Channels | Workspaces | HostConfig>()
+    const run = <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Ingest | MessageStore | WorkspaceStore | Channels | Workspaces | HostConfig>) =>
+      Runtime.runPromise(runtime)(effect.pipe(Effect.mapError((e) => new Error(e.message))))
+    const { config } = yield* HostConfig
+    const channels = yield* Channels
+    const workspaces = yield* Workspaces
+
+    return RuntimeContexts.of({
+      make: (runtimeName) =>
+        Effect.sync(() => {
+          const unbinds: Array<Effect.Effect<void>> = []
+          const context: ConnectionRuntimeContext = {
+            ingestMessage: (input) => run(Effect.flatMap(Ingest, (i) => i.ingest(input))),
+            getCursor: (connection, stream) =>
+              run(Effect.flatMap(MessageStore, (s) => s.cursor(ConnectionName.make(connection), stream)).pipe(
+                Effect.map(Option.match({ onNone: () => null, onSome: (c) => ({ position: c.position, order: c.order }) }))
+              )),
+            channels: {
+              get: (name) => channels.get(name),
+              bind: (channel) => {
+                unbinds.push(Runtime.runSync(runtime)(channels.bind(channel)))
+              }
+            },
+            workspaces: {
+              list: () => run(Effect.map(workspaces.list, (ws) => ws.map(info))),
+              get: (id) => run(Effect.map(workspaces.get(WorkspaceId.make(id)), Option.match({ onNone: () => undefined, onSome: info }))),
+              register: (definition) => {
+                const decoded = decodeWorkspace(definition, { errors: "all" })
+                if (Either.isLeft(decoded)) {
+                  return Promise.reject(new Error(`invalid workspace from runtime '${runtimeName}': ${problemsOf(decoded.left).map((p) => `${p.path}: ${p.reason}`).join("; ")}`))
+                }
+                return run(workspaces.register(decoded.right))
+              }
+            },
+            bindSession: (conversationId, binding) =>
+              run(Effect.flatMap(WorkspaceStore, (s) => s.bindSession({ conversationId: ConversationId.make(conversationId), kind: binding.kind, ref: binding.ref }))),
+            routes: (connection) => workspaces.routesOf(connection).map((r) => ({ place: r.place, workspace: r.workspace })),
+            connectionConfig: (name) => (config.connections as Record<string, Record<string, unknown> | undefined>)[name]
+          }
+          return { context, release: Effect.suspend(() => Effect.all(unbinds.splice(0), { discard: true })) }
+        })
+    })
+  })
+)
