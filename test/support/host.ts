@@ -8,7 +8,7 @@ import type { ConversationId } from "../../src/domain/ids.js"
 import { tempDir } from "./db.js"
 
 /** A config with one `test` connection served by a recording channel writing into `dir`. */
-export const recordingConfig = (dir: string = tempDir(), options: { idempotent?: boolean; maxConcurrentTurns?: number; maxTurnAttempts?: number; retryBaseMs?: number } = {}): PynchyConfig =>
+export const recordingConfig = (dir: string = tempDir(), options: { idempotent?: boolean; maxConcurrentTurns?: number; maxTurnAttempts?: number; retryBaseMs?: number; runtimeTimeoutsMs?: { start: number; ready: number; close: number; check: number } } = {}): PynchyConfig =>
   Either.getOrThrow(decodeConfig({
     dataDir: dir,
     workspaces: [{ id: "main", instructions: "test" }],
@@ -18,10 +18,10 @@ export const recordingConfig = (dir: string = tempDir(), options: { idempotent?:
       maxConcurrentTurns: options.maxConcurrentTurns ?? 4,
       maxTurnAttempts: options.maxTurnAttempts ?? 3,
       retryBaseMs: options.retryBaseMs ?? 1_000,
-      runtimeStartTimeoutMs: 5_000,
-      runtimeCloseTimeoutMs: 5_000,
-      runtimeReadyTimeoutMs: 5_000,
-      readinessCheckMs: 100,
+      runtimeStartTimeoutMs: options.runtimeTimeoutsMs?.start ?? 5_000,
+      runtimeCloseTimeoutMs: options.runtimeTimeoutsMs?.close ?? 5_000,
+      runtimeReadyTimeoutMs: options.runtimeTimeoutsMs?.ready ?? 5_000,
+      readinessCheckMs: options.runtimeTimeoutsMs?.check ?? 100,
       shutdownTimeoutMs: 5_000
     }
   }, "test config"))

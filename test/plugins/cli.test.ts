@@ -1,0 +1,51 @@
+import { assert, describe, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { cleanEnv } from "../support/cli.js"
+import { EXAMPLE, pluginModule, tempProject, writePackage } from "./support.js"
+
+const TSX = path.resolve(import.meta.dirname, "../../node_modules/.bin/tsx")
+const RUNNER = path.resolve(import.meta.dirname, "fixtures/plugins-cli.ts")
+
+const run = (args: ReadonlyArray<string>, cwd: string, env: Record<string, string> = {}) => {
+  const r = spawnSync(TSX, [RUNNER, "plugins", ...args], { cwd, env: { ...cleanEnv(), ...env }, encoding: "utf8", timeout: 60_000 })
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr }
+}
+
+describe("pynchy plugins (real process)", () => {
+  it("prints each plugin with its source and contributions, then what was skipped and why", () => {
+    const dir = tempProject()
+    fs.writeFileSync(path.join(dir, "pynchy.yaml"), `plugins:\n  modules: [${JSON.stringify(EXAMPLE)}]\n`)
+    const r = run([], dir)
+    assert.strictEqual(r.code, 0, r.stderr)
+    assert.match(r.stdout, /^plugins: 2 loaded, 1 skipped, 0 problem\(s\)$/m)
+    assert.match(r.stdout, /^core-skills {2}\(builtin\)$/m)
+    assert.match(r.stdout, /^ {2}skillPaths {2}core$/m)
+    assert.include(r.stdout, `hello 0.1.0  (module ${path.join(EXAMPLE, "plugin.js")})`)
+    assert.match(r.stdout, /^ {2}serviceHandler {2}hello\.greet$/m)
+    assert.match(r.stdout, /^ {2}slack {2}\(builtin\): optional package '@slack\/bolt' is not installed; to enable: npm install @slack\/bolt$/m)
+  })
+
+  it("--json prints the same as JSON", () => {
+    const r = run(["--json"], tempProject(), { PYNCHY_PLUGINS: EXAMPLE })
+    assert.strictEqual(r.code, 0, r.stderr)
+    const report = JSON.parse(r.stdout)
+    assert.deepStrictEqual(report.plugins.map((p: { name: string; from: string }) => p.name), ["core-skills", "hello"])
+    assert.deepStrictEqual(report.plugins[1].contributions, { serviceHandler: ["hello.greet"], skillPaths: ["hello"] })
+    assert.strictEqual(report.plugins[1].source._tag, "module")
+    assert.deepStrictEqual(report.skipped, [{ name: "slack", from: "builtin", reason: "optional package '@slack/bolt' is not installed", hint: "npm install @slack/bolt" }])
+    assert.deepStrictEqual(report.faults, [])
+  })
+
+  it("lists every problem and exits 1 when startup would fail", () => {
+    const dir = tempProject()
+    const broken = path.join(writePackage(dir, "broken", {}, { "p.js": pluginModule("broken", "observer: () => [{ name: 'o' }, { onEvent() {} }]") }), "p.js")
+    const r = run([], dir, { PYNCHY_PLUGINS: `${broken},./missing.js` })
+    assert.strictEqual(r.code, 1)
+    assert.match(r.stdout, /^problems \(startup would fail\):$/m)
+    assert.match(r.stdout, /^ {2}broken {2}observer {2}invalid_contribution: item 0 'o': onEvent: is missing$/m)
+    assert.match(r.stdout, /^ {2}broken {2}observer {2}invalid_contribution: item 1: name: is missing$/m)
+    assert.match(r.stdout, /^ {2}\.\/missing\.js {2}load {2}load_failed: .*missing\.js does not exist$/m)
+  })
+})
