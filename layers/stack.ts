@@ -6,7 +6,7 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { Cause, Effect, Layer, Option } from "effect"
-import * as BuiltinChannels from "../src/channels/BuiltinChannels.js"
+import * as PluginChannels from "../src/channels/PluginChannels.js"
 import type { HostConfig } from "../src/config/HostConfig.js"
 import * as Stores from "../src/db/Stores.js"
 import * as ControlSocket from "../src/host/ControlSocket.js"
@@ -23,25 +23,30 @@ import { Recovery } from "../src/pipeline/Recovery.js"
 import { TurnQueue } from "../src/pipeline/TurnQueue.js"
 import { TurnRunner } from "../src/pipeline/TurnRunner.js"
 import { Workspaces } from "../src/pipeline/Workspaces.js"
+import type { PluginRegistry } from "../src/plugins/PluginRegistry.js"
 import { ConnectionRuntimes, type ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntimes.js"
 import { RecoveredTurns } from "../src/runtimes/RecoveredTurns.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
 
-export interface StackParts<EC, ED, EE, ES> {
+export interface StackParts<EC, EP, ED, EE, ES> {
   readonly config: Layer.Layer<HostConfig, EC>
+  /** Discovered and validated plugins (startup step 2). */
+  readonly plugins: Layer.Layer<PluginRegistry, EP, HostConfig>
   readonly database: Layer.Layer<SqlClient.SqlClient, ED, HostConfig>
   readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig>
   /** The connection runtimes, in start order (the plugin registry's, or a test's). */
-  readonly runtimes: Layer.Layer<ConnectionRuntimeSources, ES, HostConfig>
+  readonly runtimes: Layer.Layer<ConnectionRuntimeSources, ES, HostConfig | PluginRegistry>
   readonly rollback: Layer.Layer<DeployRollback, never, HostConfig>
 }
 
-export const makeStack = <EC, ED, EE, ES>(parts: StackParts<EC, ED, EE, ES>) => {
+export const makeStack = <EC, EP, ED, EE, ES>(parts: StackParts<EC, EP, ED, EE, ES>) => {
   // 1. config
   const config = logged("config", Layer.merge(parts.config, HostIdentity.layer))
+  // 2. plugins
+  const plugins = logged("plugins", parts.plugins)
   // 3. database, migrations, this run's record
   const database = logged("database", Layer.provideMerge(runRecordLayer, Layer.provideMerge(Stores.layer, parts.database)))
-  const support = Layer.mergeAll(parts.executor, parts.rollback, LiveStatus.layer, Layer.provide(parts.runtimes, parts.config))
+  const support = Layer.mergeAll(parts.executor, parts.rollback, LiveStatus.layer, parts.runtimes)
   // 5. the queue accepts work (dispatch stays closed until step 9)
   const outbox = Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer))
   const queue = logged("queue", Layer.provideMerge(TurnQueue.layer, Layer.provideMerge(TurnRunner.layer, outbox)))
@@ -54,7 +59,7 @@ export const makeStack = <EC, ED, EE, ES>(parts: StackParts<EC, ED, EE, ES>) => 
   // 9. interrupted turns dispatched
   const dispatch = logged("recovery: dispatch", dispatchLayer)
   // 10. channels, then ready
-  const channels = logged("channels", BuiltinChannels.layer)
+  const channels = logged("channels", PluginChannels.layer)
   const stack = logged("host", Host.layer).pipe(
     Layer.provideMerge(channels),
     Layer.provideMerge(dispatch),
@@ -65,6 +70,7 @@ export const makeStack = <EC, ED, EE, ES>(parts: StackParts<EC, ED, EE, ES>) => 
     Layer.provideMerge(queue),
     Layer.provideMerge(support),
     Layer.provideMerge(database),
+    Layer.provideMerge(plugins),
     Layer.provideMerge(config)
   )
   // A failed start during a deploy goes back to the previous version (DeployRollback decides).

@@ -8,18 +8,24 @@ import * as ScriptedExecutor from "../src/agent/ScriptedExecutor.js"
 import { DeployRollback } from "../src/host/DeployRollback.js"
 import { ConnectionRuntimeSources, type RuntimeEntry } from "../src/runtimes/ConnectionRuntimes.js"
 import { makeStack } from "./stack.js"
+import { tmpdir } from "node:os"
+import { BUILTINS } from "../src/plugins/builtin.js"
+import { PluginRegistry } from "../src/plugins/PluginRegistry.js"
 
 export interface TestHostOptions {
   readonly replyDelay?: Duration.Duration
   readonly databaseFile?: string
   readonly runtimes?: ReadonlyArray<RuntimeEntry>
+  readonly rollback?: Layer.Layer<DeployRollback>
 }
 
 export const makeTestHost = (config: PynchyConfig, options: TestHostOptions = {}) =>
   makeStack({
     config: HostConfig.layerFrom(config),
+    // Only the built-ins: a test host does not scan node_modules for installed plugins.
+    plugins: PluginRegistry.layerWith({ root: tmpdir(), builtins: BUILTINS }),
     database: options.databaseFile ? Database.layerFile(options.databaseFile) : Database.layerMemory,
     executor: ScriptedExecutor.layer(options.replyDelay ? { replyDelay: options.replyDelay } : undefined),
     runtimes: Layer.succeed(ConnectionRuntimeSources, options.runtimes ?? []),
-    rollback: DeployRollback.layerNoop
+    rollback: options.rollback ?? DeployRollback.layerNoop
   })

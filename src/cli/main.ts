@@ -3,6 +3,7 @@ import type { Layer } from "effect"
 import { VERSION } from "../version.js"
 import { config } from "./commands/config.js"
 import { doctor } from "./commands/doctor.js"
+import { plugins } from "./commands/plugins.js"
 import { send } from "./commands/send.js"
 import { start } from "./commands/start.js"
 import type { HostConfig } from "../config/HostConfig.js"
@@ -22,7 +23,7 @@ export const makeCli = <E, EC>(stacks: Stacks<E, EC>) =>
   Command.run(
     Command.make("pynchy").pipe(
       Command.withDescription("A host for a personal AI assistant."),
-      Command.withSubcommands([start(stacks.host), send(stacks.client), status, config, doctor])
+      Command.withSubcommands([start(stacks.host), send(stacks.client), status, config, doctor, plugins])
     ),
     { name: "pynchy", version: VERSION }
   )

@@ -11,6 +11,7 @@ export interface BuiltinPlugin {
 }
 
 export const BUILTINS: ReadonlyArray<BuiltinPlugin> = [
+  { name: "core-channels", load: () => import("./builtin/core-channels.js").then((m) => m.default) },
   { name: "core-skills", load: () => import("./builtin/core-skills/plugin.js").then((m) => m.default) },
   { name: "slack", requires: "@slack/bolt", load: () => import("./builtin/slack.js").then((m) => m.default) }
 ]

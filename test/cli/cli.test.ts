@@ -10,7 +10,7 @@ describe("pynchy CLI (built bundle, real process)", () => {
     const v = runCli(["--version"], { cwd: dir })
     assert.match(v.stdout, /0\.\d+\.\d+/)
     const h = runCli(["--help"], { cwd: dir })
-    for (const cmd of ["start", "status", "config check", "doctor"]) assert.include(h.stdout, cmd)
+    for (const cmd of ["start", "send", "status", "config check", "doctor", "plugins"]) assert.include(h.stdout, cmd)
   })
 
   it("config check on a broken file lists every error with its path and exits 1", () => {

@@ -2,12 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { makeStack } from "../../layers/stack.js"
-import * as ScriptedExecutor from "../../src/agent/ScriptedExecutor.js"
-import { HostConfig } from "../../src/config/HostConfig.js"
-import * as Database from "../../src/db/Database.js"
+import { makeTestHost } from "../../layers/test.js"
 import { DeployMarker, DeployRollback, git, markerPath, readMarker, writeMarker } from "../../src/host/DeployRollback.js"
-import { ConnectionRuntimeSources } from "../../src/runtimes/ConnectionRuntimes.js"
 import { tempDir } from "../support/db.js"
 import { recordingConfig } from "../support/host.js"
 
@@ -29,13 +25,10 @@ const repoWithTwoCommits = () => {
 }
 
 const stackWith = (dataDir: string, startFails: boolean) =>
-  makeStack({
-    config: HostConfig.layerFrom(recordingConfig(dataDir)),
-    database: Database.layerMemory,
-    executor: ScriptedExecutor.layer(),
-    runtimes: Layer.succeed(ConnectionRuntimeSources, startFails
+  makeTestHost(recordingConfig(dataDir), {
+    runtimes: startFails
       ? [{ plugin: "p", value: { name: "broken", start: () => Promise.reject(new Error("cannot log in")), close: async () => {}, isReady: () => false } }]
-      : []),
+      : [],
     rollback: DeployRollback.layerGit(dataDir)
   }).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.None)))
 

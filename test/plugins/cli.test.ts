@@ -1,17 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
-import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { cleanEnv } from "../support/cli.js"
+import { runCli } from "../support/cli.js"
 import { EXAMPLE, pluginModule, tempProject, writePackage } from "./support.js"
 
-const TSX = path.resolve(import.meta.dirname, "../../node_modules/.bin/tsx")
-const RUNNER = path.resolve(import.meta.dirname, "fixtures/plugins-cli.ts")
-
-const run = (args: ReadonlyArray<string>, cwd: string, env: Record<string, string> = {}) => {
-  const r = spawnSync(TSX, [RUNNER, "plugins", ...args], { cwd, env: { ...cleanEnv(), ...env }, encoding: "utf8", timeout: 60_000 })
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr }
-}
+const run = (args: ReadonlyArray<string>, cwd: string, env: Record<string, string> = {}) => runCli(["plugins", ...args], { cwd, env })
 
 describe("pynchy plugins (real process)", () => {
   it("prints each plugin with its source and contributions, then what was skipped and why", () => {
@@ -19,7 +12,7 @@ describe("pynchy plugins (real process)", () => {
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), `plugins:\n  modules: [${JSON.stringify(EXAMPLE)}]\n`)
     const r = run([], dir)
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.match(r.stdout, /^plugins: 2 loaded, 1 skipped, 0 problem\(s\)$/m)
+    assert.match(r.stdout, /^plugins: 3 loaded, 1 skipped, 0 problem\(s\)$/m)
     assert.match(r.stdout, /^core-skills {2}\(builtin\)$/m)
     assert.match(r.stdout, /^ {2}skillPaths {2}core$/m)
     assert.include(r.stdout, `hello 0.1.0  (module ${path.join(EXAMPLE, "plugin.js")})`)
@@ -31,9 +24,9 @@ describe("pynchy plugins (real process)", () => {
     const r = run(["--json"], tempProject(), { PYNCHY_PLUGINS: EXAMPLE })
     assert.strictEqual(r.code, 0, r.stderr)
     const report = JSON.parse(r.stdout)
-    assert.deepStrictEqual(report.plugins.map((p: { name: string; from: string }) => p.name), ["core-skills", "hello"])
-    assert.deepStrictEqual(report.plugins[1].contributions, { serviceHandler: ["hello.greet"], skillPaths: ["hello"] })
-    assert.strictEqual(report.plugins[1].source._tag, "module")
+    assert.deepStrictEqual(report.plugins.map((p: { name: string; from: string }) => p.name), ["core-channels", "core-skills", "hello"])
+    assert.deepStrictEqual(report.plugins[2].contributions, { serviceHandler: ["hello.greet"], skillPaths: ["hello"] })
+    assert.strictEqual(report.plugins[2].source._tag, "module")
     assert.deepStrictEqual(report.skipped, [{ name: "slack", from: "builtin", reason: "optional package '@slack/bolt' is not installed", hint: "npm install @slack/bolt" }])
     assert.deepStrictEqual(report.faults, [])
   })

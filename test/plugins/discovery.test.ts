@@ -43,7 +43,7 @@ describe("discovery", () => {
       writePackage(root, "@slack/bolt", { main: "index.js" }, { "index.js": "export {}\n" })
       const { faults, registry } = yield* inspectAt(root, { builtins: BUILTINS })
       assert.deepStrictEqual(faults, [])
-      assert.deepStrictEqual(registry.plugins.map((p) => p.name), ["core-skills", "slack"])
+      assert.deepStrictEqual(registry.plugins.map((p) => p.name), ["core-channels", "core-skills", "slack"])
       assert.deepStrictEqual(registry.skipped, [])
     }))
 
@@ -94,11 +94,11 @@ describe("discovery", () => {
       writePackage(root, "pkg-c", { pynchy: { plugin: "./p.js" } }, { "p.js": pluginModule("c") })
       const { faults, registry } = yield* inspectAt(root, {
         builtins: BUILTINS,
-        config: { plugins: PluginsConfig.make({ disabled: ["core-skills", "pkg-a", "b"] }) }
+        config: { plugins: PluginsConfig.make({ disabled: ["core-channels", "core-skills", "pkg-a", "b"] }) }
       })
       assert.deepStrictEqual(faults, [])
       assert.deepStrictEqual(registry.plugins.map((p) => p.name), ["c"])
-      assert.deepStrictEqual(registry.skipped.map((s) => s.name).sort(), ["b", "core-skills", "pkg-a", "slack"])
+      assert.deepStrictEqual(registry.skipped.map((s) => s.name).sort(), ["b", "core-channels", "core-skills", "pkg-a", "slack"])
       assert.include(registry.skipped.find((s) => s.name === "pkg-a")!.reason, "plugins.disabled")
     }))
 

@@ -1,0 +1,38 @@
+import { Command, Options } from "@effect/cli"
+import { Layer } from "effect"
+import { HostConfig } from "../../config/HostConfig.js"
+import * as Database from "../../db/Database.js"
+import * as Stores from "../../db/Stores.js"
+import { remoteSignalLayer } from "../../host/ControlSocket.js"
+import { Ingest } from "../../pipeline/Ingest.js"
+import { Workspaces } from "../../pipeline/Workspaces.js"
+import { AgentSessions } from "../../runtimes/agent-session/AgentSessions.js"
+import { AttachmentStore } from "../../runtimes/agent-session/AttachmentStore.js"
+import { layerFromEnv } from "../../runtimes/agent-session/loader.js"
+import { serveStdio } from "../../runtimes/agent-session/mcp-server.js"
+
+const agent = Options.text("agent").pipe(
+  Options.withDefault("pynchy"),
+  Options.withDescription("Agent id: attachments live in <PYNCHY_ATTACHMENT_STORE_DIR>/<agent>.attachments.json.")
+)
+const attachments = Options.choice("attachments", ["directory", "database"]).pipe(
+  Options.withDefault("directory" as const),
+  Options.withDescription("Where attachment lineage lives: the directory store (default) or the host database.")
+)
+
+const layerFor = (options: { readonly agent: string; readonly attachments: "directory" | "database" }) => {
+  const database = Layer.provideMerge(Stores.layer, Database.layer)
+  const store = options.attachments === "database" ? AttachmentStore.layerDatabase : AttachmentStore.layerDirectoryConfig(options.agent)
+  const sessions = Layer.provideMerge(AgentSessions.layer, Layer.merge(store, layerFromEnv))
+  // This process never runs turns: a sent message is committed, then the running host (if any) is woken.
+  const ingest = Layer.provide(Ingest.layer, Layer.merge(Workspaces.layer, remoteSignalLayer))
+  return Layer.merge(sessions, ingest).pipe(Layer.provideMerge(database), Layer.provideMerge(HostConfig.layer))
+}
+
+/** `pynchy mcp`: an MCP server on stdio over the host database and the agent-session runtimes. */
+export const mcp = Command.make("mcp", { agent, attachments }, () => serveStdio).pipe(
+  Command.withDescription(
+    "Serve MCP on stdio: list conversations, send messages, read turns and replies, attach conversations to agent sessions, inspect, continue, detach."
+  ),
+  Command.provide(layerFor)
+)
