@@ -28,7 +28,7 @@ export const layer = Layer.scopedDiscard(
         }),
         (unbind) =>
           unbind.pipe(
-            Effect.zipRight(channel.close ? Effect.tryPromise(() => channel.close!()).pipe(Effect.timeout(Duration.millis(config.limits.runtimeCloseTimeoutMs)), Effect.interruptible) : Effect.void),
+            Effect.zipRight(channel.close ? Effect.tryPromise(() => channel.close!()).pipe(Effect.interruptible, Effect.timeout(Duration.millis(config.limits.runtimeCloseTimeoutMs))) : Effect.void),
             Effect.catchAll((e) => Effect.logWarning(`channel '${channel.name}' failed to close: ${e.message}`))
           )
       )

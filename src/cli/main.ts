@@ -2,6 +2,7 @@ import { Command } from "@effect/cli"
 import type { Layer } from "effect"
 import { VERSION } from "../version.js"
 import { config } from "./commands/config.js"
+import { deploy } from "./commands/deploy.js"
 import { doctor } from "./commands/doctor.js"
 import { plugins } from "./commands/plugins.js"
 import { send } from "./commands/send.js"
@@ -23,7 +24,7 @@ export const makeCli = <E, EC>(stacks: Stacks<E, EC>) =>
   Command.run(
     Command.make("pynchy").pipe(
       Command.withDescription("A host for a personal AI assistant."),
-      Command.withSubcommands([start(stacks.host), send(stacks.client), status, config, doctor, plugins])
+      Command.withSubcommands([start(stacks.host), send(stacks.client), status, config, doctor, plugins, deploy])
     ),
     { name: "pynchy", version: VERSION }
   )

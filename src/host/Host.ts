@@ -1,6 +1,7 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schedule } from "effect"
 import { HostStore } from "../db/HostStore.js"
 import { Recovery } from "../pipeline/Recovery.js"
+import { TurnQueue } from "../pipeline/TurnQueue.js"
 import { ConnectionRuntimes } from "../runtimes/ConnectionRuntimes.js"
 import { Dispatched, RecoveredTurns } from "../runtimes/RecoveredTurns.js"
 import { DeployRollback } from "./DeployRollback.js"
@@ -55,6 +56,8 @@ export class Host extends Context.Tag("pynchy/Host")<Host, Host.Service>() {
       yield* store.recordReady(identity.epoch)
       yield* deploy.confirm
       yield* status.setState("ready")
+      const queue = yield* TurnQueue
+      yield* Effect.forkScoped(Effect.repeat(Effect.flatMap(queue.stats, (q) => status.setSection("queue", q)), Schedule.spaced("1 second")))
       yield* Effect.addFinalizer(() => status.setState("stopping"))
       const readyAt = Date.now()
       yield* Effect.logInfo("ready").pipe(Effect.annotateLogs({ epoch: identity.epoch, pid: identity.pid, version: identity.version }))

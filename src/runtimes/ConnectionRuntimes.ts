@@ -61,8 +61,10 @@ export class ConnectionRuntimes extends Context.Tag("pynchy/ConnectionRuntimes")
 
     const closeOne = (entry: RuntimeEntry, release: Effect.Effect<void>) =>
       Effect.tryPromise({ try: () => entry.value.close(), catch: describe }).pipe(
-        Effect.timeoutFail({ duration: Duration.millis(limits.runtimeCloseTimeoutMs), onTimeout: () => "timeout" as const }),
+        // Only the wait on the promise is interruptible, so the deadline can abandon it; the rest
+        // of the close stays protected from the shutdown's own interruption.
         Effect.interruptible,
+        Effect.timeoutFail({ duration: Duration.millis(limits.runtimeCloseTimeoutMs), onTimeout: () => "timeout" as const }),
         Effect.ensuring(release),
         Effect.matchEffect({
           onSuccess: () => Effect.logInfo("runtime closed").pipe(Effect.annotateLogs({ runtime: entry.value.name }), Effect.as(Option.none<CloseFailure>())),

@@ -1,8 +1,43 @@
 import { Command } from "@effect/cli"
-import { Effect, Layer } from "effect"
+import { Console, Effect, Layer, Option } from "effect"
+import { HostConfig } from "../../config/HostConfig.js"
+import { ROLLBACK_EXIT_CODE } from "../../host/DeployRollback.js"
 
-/** Runs a host stack until SIGINT/SIGTERM; runMain interrupts, and the layers close in reverse. */
+/**
+ * The first SIGINT/SIGTERM starts the orderly shutdown (runMain interrupts, layers close in
+ * reverse); it must end within the deadline, and a second signal ends the process at once.
+ */
+const guardShutdown = (deadlineMs: number) =>
+  Effect.sync(() => {
+    let signals = 0
+    const onSignal = () => {
+      signals++
+      if (signals === 1) {
+        setTimeout(() => {
+          process.stderr.write(`shutdown did not finish within ${deadlineMs} ms: forcing exit\n`)
+          process.exit(1)
+        }, deadlineMs).unref()
+      } else {
+        process.stderr.write("second signal: forcing exit\n")
+        process.exit(130)
+      }
+    }
+    process.on("SIGINT", onSignal)
+    process.on("SIGTERM", onSignal)
+  })
+
+/** Runs a host stack until SIGINT/SIGTERM. A start rolled back during a deploy exits 75. */
 export const start = <E>(host: Layer.Layer<never, E>) =>
-  Command.make("start", {}, () => Layer.launch(host).pipe(Effect.asVoid)).pipe(
-    Command.withDescription("Run the host on the default layer stack until interrupted (Ctrl-C).")
-  )
+  Command.make("start", {}, () =>
+    Effect.gen(function* () {
+      const config = yield* Effect.option(HostConfig.load)
+      yield* guardShutdown(Option.match(config, { onNone: () => 15_000, onSome: (c) => c.config.limits.shutdownTimeoutMs }))
+      return yield* Layer.launch(host)
+    }).pipe(
+      Effect.catchIf(
+        (e): e is E & { _tag: "StartupRolledBack"; message: string } => typeof e === "object" && e !== null && "_tag" in e && e._tag === "StartupRolledBack",
+        (e) => Console.error(e.message).pipe(Effect.zipRight(Effect.sync(() => (process.exitCode = ROLLBACK_EXIT_CODE))))
+      ),
+      Effect.asVoid
+    )
+  ).pipe(Command.withDescription("Run the host on the default layer stack until interrupted (Ctrl-C)."))

@@ -31,7 +31,16 @@ export const status = Command.make("status", { json }, ({ json }) =>
     })
     if (live !== null) {
       yield* Console.log(`host      ${live.state} (pid ${live.pid}, updated ${time(live.updatedAt)})`)
-      for (const [section, value] of Object.entries(live.sections)) yield* Console.log(`${section.padEnd(9)} ${JSON.stringify(value)}`)
+      for (const [section, value] of Object.entries(live.sections)) {
+        if (section === "runtimes" && Array.isArray(value)) {
+          for (const r of value as ReadonlyArray<{ name: string; plugin: string; ready: boolean; since: number }>) {
+            yield* Console.log(`runtime   ${r.name} (${r.plugin}): ${r.ready ? "ready" : "NOT READY"} since ${time(r.since)}`)
+          }
+          if (value.length === 0) yield* Console.log("runtime   none")
+        } else {
+          yield* Console.log(`${section.padEnd(9)} ${JSON.stringify(value)}`)
+        }
+      }
     }
     yield* Console.log("tables    " + Object.entries(counts).map(([t, n]) => `${t}=${n}`).join(" "))
   })
