@@ -8,6 +8,7 @@ import * as ScriptedExecutor from "../src/agent/ScriptedExecutor.js"
 import { DeployRollback } from "../src/host/DeployRollback.js"
 import { ConnectionRuntimeSources, type RuntimeEntry } from "../src/runtimes/ConnectionRuntimes.js"
 import { makeStack } from "./stack.js"
+import type { AgentExecutor, ExecutorLiveness } from "../src/pipeline/AgentExecutor.js"
 import { tmpdir } from "node:os"
 import { BUILTINS } from "../src/plugins/builtin.js"
 import { PluginRegistry } from "../src/plugins/PluginRegistry.js"
@@ -17,6 +18,8 @@ export interface TestHostOptions {
   readonly databaseFile?: string
   readonly runtimes?: ReadonlyArray<RuntimeEntry>
   readonly rollback?: Layer.Layer<DeployRollback>
+  /** Replaces the scripted executor. */
+  readonly executor?: Layer.Layer<AgentExecutor | ExecutorLiveness>
 }
 
 export const makeTestHost = (config: PynchyConfig, options: TestHostOptions = {}) =>
@@ -25,7 +28,7 @@ export const makeTestHost = (config: PynchyConfig, options: TestHostOptions = {}
     // Only the built-ins: a test host does not scan node_modules for installed plugins.
     plugins: PluginRegistry.layerWith({ root: tmpdir(), builtins: BUILTINS }),
     database: options.databaseFile ? Database.layerFile(options.databaseFile) : Database.layerMemory,
-    executor: ScriptedExecutor.layer(options.replyDelay ? { replyDelay: options.replyDelay } : undefined),
+    executor: options.executor ?? ScriptedExecutor.layer(options.replyDelay ? { replyDelay: options.replyDelay } : undefined),
     runtimes: Layer.succeed(ConnectionRuntimeSources, options.runtimes ?? []),
     rollback: options.rollback ?? DeployRollback.layerNoop
   })
