@@ -1,11 +1,14 @@
-/** The default host: what `pynchy start` runs (SQLite file in the data dir, scripted agent until sandboxes land). */
+/** The default host: what `pynchy start` runs (SQLite file in the data dir, agents in bwrap or process sandboxes). */
 import { Effect, Layer } from "effect"
 import { HostConfig } from "../src/config/HostConfig.js"
 import * as Database from "../src/db/Database.js"
-import * as ScriptedExecutor from "../src/agent/ScriptedExecutor.js"
 import { DeployRollback } from "../src/host/DeployRollback.js"
+import * as SandboxExecutor from "../src/sandbox/SandboxExecutor.js"
 import { PluginRegistry } from "../src/plugins/PluginRegistry.js"
 import { ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntimes.js"
+import { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
+import { AttachmentStore } from "../src/runtimes/agent-session/AttachmentStore.js"
+import { layerFromEnv } from "../src/runtimes/agent-session/loader.js"
 import { makeClient, makeStack } from "./stack.js"
 
 /** Deploys are git-managed: a start that fails while `<dataDir>/deploy.json` exists checks out the previous commit. */
@@ -21,8 +24,11 @@ export const HostLive = makeStack({
   config: HostConfig.layer,
   plugins: PluginRegistry.layer,
   database: Database.layer,
-  executor: ScriptedExecutor.layerConfig,
+  // bwrap where installed (else a plain process), the agent core chosen per workspace.
+  executor: SandboxExecutor.layer(),
   runtimes: pluginRuntimes,
+  // Runtimes named by PYNCHY_AGENT_SESSION_RUNTIME_MODULES; attachments in the host database.
+  agentSessions: Layer.provideMerge(AgentSessions.layer, Layer.merge(AttachmentStore.layerDatabase, layerFromEnv)),
   rollback
 })
 

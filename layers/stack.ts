@@ -6,9 +6,12 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { Cause, Effect, Layer, Option } from "effect"
+import { delegating } from "../src/agent/DelegatingExecutor.js"
 import * as PluginChannels from "../src/channels/PluginChannels.js"
 import type { HostConfig } from "../src/config/HostConfig.js"
 import * as Stores from "../src/db/Stores.js"
+import { GatewayEventLog } from "../src/gateway/event-log.js"
+import { Gateway, GatewaySettings } from "../src/gateway/Gateway.js"
 import * as ControlSocket from "../src/host/ControlSocket.js"
 import { DeployRollback, type StartupRolledBack } from "../src/host/DeployRollback.js"
 import { dispatchLayer, Host, runRecordLayer } from "../src/host/Host.js"
@@ -25,28 +28,35 @@ import { TurnRunner } from "../src/pipeline/TurnRunner.js"
 import { Workspaces } from "../src/pipeline/Workspaces.js"
 import type { PluginRegistry } from "../src/plugins/PluginRegistry.js"
 import { ConnectionRuntimes, type ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntimes.js"
+import type { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
 import { RecoveredTurns } from "../src/runtimes/RecoveredTurns.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
 
-export interface StackParts<EC, EP, ED, EE, ES> {
+export interface StackParts<EC, EP, ED, EE, ES, EA> {
   readonly config: Layer.Layer<HostConfig, EC>
   /** Discovered and validated plugins (startup step 2). */
   readonly plugins: Layer.Layer<PluginRegistry, EP, HostConfig>
   readonly database: Layer.Layer<SqlClient.SqlClient, ED, HostConfig>
-  readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig>
+  readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig | PluginRegistry | Gateway>
+  /** Agent-session runtimes and attachments; attached conversations are delegated, not sandboxed. */
+  readonly agentSessions: Layer.Layer<AgentSessions, EA, HostConfig | SqlClient.SqlClient>
   /** The connection runtimes, in start order (the plugin registry's, or a test's). */
   readonly runtimes: Layer.Layer<ConnectionRuntimeSources, ES, HostConfig | PluginRegistry>
   readonly rollback: Layer.Layer<DeployRollback, never, HostConfig>
 }
 
-export const makeStack = <EC, EP, ED, EE, ES>(parts: StackParts<EC, EP, ED, EE, ES>) => {
+export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, EE, ES, EA>) => {
   // 1. config
   const config = logged("config", Layer.merge(parts.config, HostIdentity.layer))
   // 2. plugins
   const plugins = logged("plugins", parts.plugins)
   // 3. database, migrations, this run's record
   const database = logged("database", Layer.provideMerge(runRecordLayer, Layer.provideMerge(Stores.layer, parts.database)))
-  const support = Layer.mergeAll(parts.executor, parts.rollback, LiveStatus.layer, parts.runtimes)
+  const sessions = logged("agent sessions", parts.agentSessions)
+  // 6. the LLM gateway (its usage events go to the events table). It starts before the executor,
+  // which mints a token per turn; nothing dispatches before step 9, so starting it early is safe.
+  const gateway = logged("gateway", GatewayEventLog.layer.pipe(Layer.provideMerge(Gateway.layer), Layer.provideMerge(GatewaySettings.layerHost)))
+  const support = Layer.mergeAll(delegating(parts.executor), parts.rollback, LiveStatus.layer, parts.runtimes)
   // 5. the queue accepts work (dispatch stays closed until step 9)
   const outbox = Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer))
   const queue = logged("queue", Layer.provideMerge(TurnQueue.layer, Layer.provideMerge(TurnRunner.layer, outbox)))
@@ -69,6 +79,8 @@ export const makeStack = <EC, EP, ED, EE, ES>(parts: StackParts<EC, EP, ED, EE, 
     Layer.provideMerge(pipeline),
     Layer.provideMerge(queue),
     Layer.provideMerge(support),
+    Layer.provideMerge(gateway),
+    Layer.provideMerge(sessions),
     Layer.provideMerge(database),
     Layer.provideMerge(plugins),
     Layer.provideMerge(config)

@@ -1,6 +1,9 @@
 /** The test host: a given config, an in-memory (or file) database, the scripted executor. */
 import type { Duration } from "effect"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
+import { AgentSessionRuntimeRegistry } from "../src/runtimes/agent-session/AgentSessionRuntimeRegistry.js"
+import { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
+import { AttachmentStore } from "../src/runtimes/agent-session/AttachmentStore.js"
 import type { PynchyConfig } from "../src/config/schema.js"
 import { HostConfig } from "../src/config/HostConfig.js"
 import * as Database from "../src/db/Database.js"
@@ -18,6 +21,8 @@ export interface TestHostOptions {
   readonly databaseFile?: string
   readonly runtimes?: ReadonlyArray<RuntimeEntry>
   readonly rollback?: Layer.Layer<DeployRollback>
+  /** Agent-session runtimes the test registers (default: none). */
+  readonly agentSessionRuntimes?: (registry: AgentSessionRuntimeRegistry.Service) => Effect.Effect<unknown, unknown>
   /** Replaces the scripted executor. */
   readonly executor?: Layer.Layer<AgentExecutor | ExecutorLiveness>
 }
@@ -30,5 +35,14 @@ export const makeTestHost = (config: PynchyConfig, options: TestHostOptions = {}
     database: options.databaseFile ? Database.layerFile(options.databaseFile) : Database.layerMemory,
     executor: options.executor ?? ScriptedExecutor.layer(options.replyDelay ? { replyDelay: options.replyDelay } : undefined),
     runtimes: Layer.succeed(ConnectionRuntimeSources, options.runtimes ?? []),
-    rollback: options.rollback ?? DeployRollback.layerNoop
+    rollback: options.rollback ?? DeployRollback.layerNoop,
+    agentSessions: Layer.provideMerge(
+      AgentSessions.layer,
+      Layer.merge(
+        AttachmentStore.layerDatabase,
+        Layer.effectDiscard(Effect.flatMap(AgentSessionRuntimeRegistry, (r) => (options.agentSessionRuntimes ? Effect.orDie(options.agentSessionRuntimes(r)) : Effect.void))).pipe(
+          Layer.provideMerge(AgentSessionRuntimeRegistry.layer)
+        )
+      )
+    )
   })

@@ -16,3 +16,6 @@ await build({
   // ESM output still meets CommonJS dependencies that call require().
   banner: { js: "import { createRequire as __pynchyRequire } from 'node:module'; const require = __pynchyRequire(import.meta.url);" }
 })
+
+// The in-sandbox agent runner is its own bundle.
+await import("./build-runner.mjs")

@@ -18,6 +18,9 @@ import { PluginRegistry } from "../../src/plugins/PluginRegistry.js"
 import { buildRegistry } from "../../src/plugins/registry.js"
 import { ConnectionRuntimeSources } from "../../src/runtimes/ConnectionRuntimes.js"
 import { makeStack } from "../stack.js"
+import { AgentSessionRuntimeRegistry } from "../../src/runtimes/agent-session/AgentSessionRuntimeRegistry.js"
+import { AgentSessions } from "../../src/runtimes/agent-session/AgentSessions.js"
+import { AttachmentStore } from "../../src/runtimes/agent-session/AttachmentStore.js"
 
 /** Builds the custom host; every reply goes to `onReply`. */
 export const makeEmbeddedHost = (onReply: (d: OutboundDelivery) => void) => {
@@ -37,7 +40,9 @@ export const makeEmbeddedHost = (onReply: (d: OutboundDelivery) => void) => {
     database: Database.layerMemory,
     executor: ScriptedExecutor.layer(),
     runtimes: Layer.succeed(ConnectionRuntimeSources, []),
-    rollback: DeployRollback.layerNoop
+    rollback: DeployRollback.layerNoop,
+    // No external agent sessions: attachments in memory, no runtimes registered.
+    agentSessions: Layer.provideMerge(AgentSessions.layer, Layer.merge(AttachmentStore.layerMemory, AgentSessionRuntimeRegistry.layer))
   }).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
 }
 

@@ -59,6 +59,13 @@ const rng = (seed: number) => () => {
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+/** A step of the drill that does not finish in time fails it, naming the step, instead of hanging it. */
+const within = <A>(what: string, ms: number, promise: Promise<A>): Promise<A> =>
+  new Promise<A>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`crash drill: '${what}' did not finish within ${ms} ms`)), ms)
+    promise.then((a) => { clearTimeout(timer); resolve(a) }, (e) => { clearTimeout(timer); reject(e) })
+  })
+
 const startHost = (dir: string, log: (l: string) => void) =>
   new Promise<ChildProcess>((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, "start"], {
@@ -67,7 +74,11 @@ const startHost = (dir: string, log: (l: string) => void) =>
       stdio: ["ignore", "ignore", "pipe"]
     })
     let err = ""
-    const timer = setTimeout(() => reject(new Error(`host not ready in 30 s:\n${err.slice(-2000)}`)), 30_000)
+    const timer = setTimeout(() => {
+      // A host that never gets ready is a finding, not a hang of the drill: end it and show its log.
+      child.kill("SIGKILL")
+      reject(new Error(`host not ready in 60 s:\n${err.slice(-4000)}`))
+    }, 60_000)
     child.stderr!.setEncoding("utf8")
     child.stderr!.on("data", (d: string) => {
       err += d
@@ -103,7 +114,7 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-crash-"))
   fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
     `dataDir: ${dir}`,
-    "workspaces: [{ id: main }]",
+    "workspaces: [{ id: main, agentCore: scripted }]",
     "routes: [{ connection: test, place: '*', workspace: main }]",
     `connections: { test: { kind: recording, file: sent.jsonl, idempotent: ${options.idempotent}, delayMs: 3 } }`,
     "limits: { maxConcurrentTurns: 3, maxTurnAttempts: 1000, retryBaseMs: 10 }"
@@ -125,7 +136,7 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
 
   const windows: WindowCounts = { claimedNotFinished: 0, writtenNotCalled: 0, calledNotMarked: 0 }
   try {
-    await send(5)
+    await within("first ingest", 60_000, send(5))
     for (let k = 0; k < options.kills; k++) {
       const host = await startHost(dir, log)
       const feeding = (async () => {
@@ -135,8 +146,8 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
         }
       })()
       await sleep(random() * 60)
-      await killHard(host)
-      await feeding
+      await within("kill -9", 10_000, killHard(host))
+      await within(`ingest while cycle ${k + 1} ran`, 60_000, feeding)
       const db = openDb(dbFile)
       const active = db.prepare("SELECT COUNT(*) AS n FROM turns t WHERE t.status = 'running' AND EXISTS (SELECT 1 FROM delivery_claims c WHERE c.turn_id = t.id)").get()!
       const notCalled = db.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts = 0").get()!

@@ -15,7 +15,7 @@ export interface ScriptedOptions {
 
 const make = (options: ScriptedOptions) => {
   const executor = AgentExecutor.of({
-    allocate: Effect.sync(() => ExecutorId.make(`inproc:${randomUUID()}`)),
+    allocate: () => Effect.sync(() => ExecutorId.make(`inproc:${randomUUID()}`)),
     execute: (input) =>
       Effect.forEach(input.messages, (m) =>
         Effect.gen(function* () {

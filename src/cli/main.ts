@@ -4,6 +4,7 @@ import { VERSION } from "../version.js"
 import { config } from "./commands/config.js"
 import { deploy } from "./commands/deploy.js"
 import { doctor } from "./commands/doctor.js"
+import { mcp } from "./commands/mcp.js"
 import { plugins } from "./commands/plugins.js"
 import { send } from "./commands/send.js"
 import { start } from "./commands/start.js"
@@ -24,7 +25,7 @@ export const makeCli = <E, EC>(stacks: Stacks<E, EC>) =>
   Command.run(
     Command.make("pynchy").pipe(
       Command.withDescription("A host for a personal AI assistant."),
-      Command.withSubcommands([start(stacks.host), send(stacks.client), status, config, doctor, plugins, deploy])
+      Command.withSubcommands([start(stacks.host), send(stacks.client), status, config, doctor, plugins, deploy, mcp])
     ),
     { name: "pynchy", version: VERSION }
   )

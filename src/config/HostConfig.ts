@@ -4,6 +4,7 @@ import * as path from "node:path"
 import { parseDocument } from "yaml"
 import { Problem } from "../domain/errors.js"
 import { problemsOf } from "../domain/problems.js"
+import { providersFromEnv } from "./env-providers.js"
 import { Limits, PynchyConfig } from "./schema.js"
 
 /** The config could not be read or is wrong; every problem is listed with its path. */
@@ -104,8 +105,11 @@ export class HostConfig extends Context.Tag("pynchy/HostConfig")<HostConfig, Hos
     }
     const fromFile = exists ? yield* readConfigFile(file) : PynchyConfig.make({})
     const env = yield* overrides
+    // No providers configured: an OPENAI_API_KEY / ANTHROPIC_API_KEY in the environment is one.
+    const providers = fromFile.providers.length > 0 ? fromFile.providers : yield* providersFromEnv
     const config = PynchyConfig.make({
       ...fromFile,
+      providers,
       dataDir: Option.getOrElse(env.dataDir, () => fromFile.dataDir),
       containerRuntime: Option.getOrElse(env.containerRuntime, () => fromFile.containerRuntime),
       limits: Option.match(env.maxConcurrentTurns, {

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { ConnectionName, WorkspaceId } from "../domain/ids.js"
 import { Route, Workspace } from "../domain/workspace.js"
+import { GatewayConfig } from "../gateway/config.js"
 
 const PositiveInt = Schema.Int.pipe(Schema.positive())
 const Millis = Schema.Int.pipe(Schema.between(1, 86_400_000))
@@ -63,5 +64,7 @@ export class PynchyConfig extends Schema.Class<PynchyConfig>("PynchyConfig")({
   plugins: Schema.optionalWith(PluginsConfig, { default: () => PluginsConfig.make({}) }),
   /** `auto` picks bwrap where installed, else process. */
   containerRuntime: Schema.optionalWith(ContainerRuntimeChoice, { default: () => "auto" }),
-  limits: Schema.optionalWith(Limits, { default: () => Limits.make({}) })
+  limits: Schema.optionalWith(Limits, { default: () => Limits.make({}) }),
+  /** The LLM gateway: listen options, model groups, routing, retries, budgets (docs/gateway.md). */
+  gateway: Schema.optionalWith(GatewayConfig, { default: () => GatewayConfig.make({}) })
 }) {}

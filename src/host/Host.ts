@@ -1,5 +1,6 @@
 import { Context, Effect, Layer, Schedule } from "effect"
 import { HostStore } from "../db/HostStore.js"
+import { Gateway } from "../gateway/Gateway.js"
 import { Recovery } from "../pipeline/Recovery.js"
 import { TurnQueue } from "../pipeline/TurnQueue.js"
 import { ConnectionRuntimes } from "../runtimes/ConnectionRuntimes.js"
@@ -57,7 +58,13 @@ export class Host extends Context.Tag("pynchy/Host")<Host, Host.Service>() {
       yield* deploy.confirm
       yield* status.setState("ready")
       const queue = yield* TurnQueue
-      yield* Effect.forkScoped(Effect.repeat(Effect.flatMap(queue.stats, (q) => status.setSection("queue", q)), Schedule.spaced("1 second")))
+      const gateway = yield* Gateway
+      const publish = Effect.gen(function* () {
+        yield* status.setSection("queue", yield* queue.stats)
+        yield* status.setSection("gateway", yield* gateway.status)
+      })
+      yield* publish
+      yield* Effect.forkScoped(Effect.repeat(publish, Schedule.spaced("1 second")))
       yield* Effect.addFinalizer(() => status.setState("stopping"))
       const readyAt = Date.now()
       yield* Effect.logInfo("ready").pipe(Effect.annotateLogs({ epoch: identity.epoch, pid: identity.pid, version: identity.version }))

@@ -1,5 +1,5 @@
 import { Context, Effect, Schema } from "effect"
-import type { ExecutorId } from "../domain/ids.js"
+import type { ConversationId, ExecutorId } from "../domain/ids.js"
 import type { Message } from "../domain/message.js"
 import type { Turn } from "../domain/turn.js"
 import type { Conversation, Workspace } from "../domain/workspace.js"
@@ -34,8 +34,11 @@ export interface TurnInput {
 export declare namespace AgentExecutor {
   /** Runs one turn: a sandboxed agent, a delegated session, or a scripted stand-in. */
   export interface Service {
-    /** Picks the executor id for a new run before it starts, so ownership is recorded first. */
-    readonly allocate: Effect.Effect<ExecutorId>
+    /**
+     * Picks the executor id for a run of this conversation before it starts, so ownership is
+     * recorded first (a sandbox id, or `attachment:<id>` for a delegated conversation).
+     */
+    readonly allocate: (conversationId: ConversationId) => Effect.Effect<ExecutorId>
     readonly execute: (input: TurnInput) => Effect.Effect<void, TurnFailed>
     /**
      * Takes over a turn whose executor survived a restart and waits for its end. Executors

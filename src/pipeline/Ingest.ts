@@ -1,4 +1,4 @@
-import { Context, Deferred, Effect, Either, Layer, Queue, Schema } from "effect"
+import { Context, Effect, Either, Exit, Layer, Schema } from "effect"
 import { type IngestRow, MessageStore } from "../db/MessageStore.js"
 import { InvalidInput, type NoRoute } from "../domain/errors.js"
 import { conversationIdOf } from "../domain/ids.js"
@@ -12,8 +12,11 @@ const MAX_BATCH = 256
 
 interface Pending {
   readonly row: IngestRow
-  readonly done: Deferred.Deferred<Ingested>
+  readonly resume: (exit: Exit.Exit<Ingested>) => void
 }
+
+// The struct of the class's fields: the same rules, without constructing a class instance per message.
+const decode = Schema.decodeUnknownEither(Schema.Struct(InboundMessageInput.fields))
 
 export declare namespace Ingest {
   /** Durable, deduplicated intake of provider messages. */
@@ -32,49 +35,61 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
     const store = yield* MessageStore
     const workspaces = yield* Workspaces
     const signals = yield* TurnSignal
-    const decode = Schema.decodeUnknownEither(InboundMessageInput)
-    const pending = yield* Queue.unbounded<Pending>()
 
-    // Group commit: whatever is waiting when the writer comes round shares one transaction,
-    // and every caller is resumed after that commit. One caller alone commits at once.
-    const writer = Effect.gen(function* () {
-      while (true) {
-        const batch = yield* Queue.takeBetween(pending, 1, MAX_BATCH)
-        const items = [...batch]
-        const results = yield* store.ingestBatch(items.map((p) => p.row)).pipe(Effect.exit)
-        if (results._tag === "Failure") {
-          yield* Effect.forEach(items, (p) => Deferred.failCause(p.done, results.cause), { discard: true })
-          continue
+    // Group commit: whatever is waiting when the writer comes round shares one transaction, and
+    // every caller is resumed after that commit. One caller alone commits at once. This is the
+    // hot path: a plain array and a latch rather than a queue and a deferred per message.
+    let waiting: Array<Pending> = []
+    const wake = yield* Effect.makeLatch(false)
+
+    const writeBatch = (items: ReadonlyArray<Pending>) =>
+      Effect.gen(function* () {
+        const results = yield* Effect.exit(store.ingestBatch(items.map((p) => p.row)))
+        if (Exit.isFailure(results)) {
+          for (const p of items) p.resume(Exit.failCause(results.cause))
+          return
         }
-        yield* Effect.forEach(items, (p, i) => Deferred.succeed(p.done, results.value[i]!), { discard: true })
+        items.forEach((p, i) => p.resume(Exit.succeed(results.value[i]!)))
         const fresh = new Set(results.value.filter((r) => !r.duplicate).map((r) => r.conversationId))
         yield* Effect.forEach(fresh, signals.signal, { discard: true })
-      }
-    })
-    yield* Effect.forkScoped(writer)
-
-    const ingest = Effect.fn("Ingest.ingest")(function* (input: unknown) {
-      const decoded = decode(input, { errors: "all", onExcessProperty: "error" })
-      if (Either.isLeft(decoded)) return yield* new InvalidInput({ what: "ingest payload", problems: problemsOf(decoded.left) })
-      const m = decoded.right
-      const route = yield* workspaces.route(m.connection, m.place)
-      const done = yield* Deferred.make<Ingested>()
-      yield* Queue.offer(pending, {
-        done,
-        row: {
-          conversationId: conversationIdOf(m.connection, m.place),
-          connection: m.connection,
-          place: m.place,
-          workspace: route.workspace,
-          providerEventId: m.providerEventId,
-          sender: m.sender,
-          text: m.text,
-          metadata: m.metadata,
-          cursor: m.cursor
-        }
       })
-      return yield* Deferred.await(done)
-    })
+
+    yield* Effect.forkScoped(Effect.forever(Effect.gen(function* () {
+      yield* wake.await
+      yield* wake.close
+      while (waiting.length > 0) {
+        const batch = waiting.length <= MAX_BATCH ? waiting : waiting.slice(0, MAX_BATCH)
+        waiting = waiting.length <= MAX_BATCH ? [] : waiting.slice(MAX_BATCH)
+        yield* writeBatch(batch)
+      }
+    })))
+
+    const ingest = (input: unknown): Effect.Effect<Ingested, InvalidInput | NoRoute> =>
+      Effect.suspend((): Effect.Effect<Ingested, InvalidInput | NoRoute> => {
+        const decoded = decode(input, { errors: "all", onExcessProperty: "error" })
+        if (Either.isLeft(decoded)) return Effect.fail(new InvalidInput({ what: "ingest payload", problems: problemsOf(decoded.left) }))
+        const m = decoded.right
+        return Effect.flatMap(workspaces.route(m.connection, m.place), (route) =>
+          Effect.async<Ingested>((resume) => {
+            waiting.push({
+              resume,
+              row: {
+                conversationId: conversationIdOf(m.connection, m.place),
+                connection: m.connection,
+                place: m.place,
+                workspace: route.workspace,
+                providerEventId: m.providerEventId,
+                sender: m.sender,
+                text: m.text,
+                metadata: m.metadata,
+                cursor: m.cursor
+              }
+            })
+            // Committed rows are durable whether or not the caller still waits: no canceller.
+            wake.unsafeOpen()
+          })
+        )
+      })
 
     return Ingest.of({ ingest })
   })

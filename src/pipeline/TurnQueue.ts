@@ -50,6 +50,8 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
     // Insertion-ordered: conversations are served in the order they were first signalled.
     const waiting = new Set<ConversationId>()
     const running = new Set<ConversationId>()
+    // Signalled while their turn ran: they get one more look when it ends.
+    const again = new Set<ConversationId>()
     let isOpen = false
     let dispatched = 0
     const wake = yield* Effect.makeLatch(false)
@@ -57,36 +59,50 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
 
     const signal = (conversationId: ConversationId) =>
       Effect.suspend(() => {
+        if (running.has(conversationId)) {
+          again.add(conversationId)
+          return Effect.void
+        }
         waiting.add(conversationId)
         return wake.open
       })
 
-    const finished = (conversationId: ConversationId) =>
+    /** Messages that arrived during the turn are the next turn's; a turn that did not complete is looked at again. */
+    const finished = (conversationId: ConversationId, completed: boolean) =>
       Effect.suspend(() => {
         running.delete(conversationId)
-        // Messages may have arrived during the turn: they are the next turn's.
-        return signal(conversationId)
+        const lookAgain = again.delete(conversationId) || !completed
+        return lookAgain ? signal(conversationId) : Effect.void
       })
 
     const retryAt = (conversationId: ConversationId, at: number) =>
       Effect.sleep(Duration.millis(Math.max(0, at - Date.now()))).pipe(Effect.zipRight(signal(conversationId)), Effect.forkIn(scope))
 
     const launch = (conversationId: ConversationId, started: StartedTurn) =>
-      Effect.gen(function* () {
+      Effect.suspend(() => {
         running.add(conversationId)
         dispatched++
-        const outcome = yield* runner.run(started)
-        if (outcome._tag === "RetryAt") yield* retryAt(conversationId, outcome.at)
-      }).pipe(Effect.ensuring(Effect.zipRight(permits.release(1), finished(conversationId))), Effect.forkIn(scope))
+        let completed = false
+        // A retry is not scheduled here: the next look finds the turn `Later` and sets its timer.
+        return runner.run(started).pipe(
+          Effect.tap((outcome) => {
+            completed = outcome._tag === "Completed" || outcome._tag === "Failed"
+          }),
+          Effect.ensuring(Effect.zipRight(permits.release(1), Effect.suspend(() => finished(conversationId, completed)))),
+          Effect.forkIn(scope)
+        )
+      })
 
     const dispatchOne = (conversationId: ConversationId) =>
       Effect.gen(function* () {
         yield* permits.take(1)
         if (running.has(conversationId)) {
+          // Signalled between its turn's claim and now: it gets one more look when that turn ends.
+          again.add(conversationId)
           yield* permits.release(1)
           return
         }
-        const executorId = yield* executor.allocate
+        const executorId = yield* executor.allocate(conversationId)
         const acquired = yield* turns.acquire(conversationId, TurnOwner.make({ epoch: identity.epoch, executor: executorId }), Date.now())
         switch (acquired._tag) {
           case "Started":

@@ -22,8 +22,14 @@ export const layer = Layer.effect(
   RuntimeContexts,
   Effect.gen(function* () {
     const runtime = yield* Effect.runtime<Ingest | MessageStore | WorkspaceStore | Channels | Workspaces | HostConfig>()
+    // Each answer is handed back after a macrotask hop: a provider loop that awaits ingest line
+    // after line over a backlog would otherwise run on microtasks alone and starve every timer
+    // and socket of the host (readiness checks, deadlines) until the backlog is drained.
     const run = <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Ingest | MessageStore | WorkspaceStore | Channels | Workspaces | HostConfig>) =>
-      Runtime.runPromise(runtime)(effect.pipe(Effect.mapError((e) => new Error(e.message))))
+      Runtime.runPromise(runtime)(effect.pipe(Effect.mapError((e) => new Error(e.message)))).then(
+        (a) => new Promise<A>((resolve) => setImmediate(() => resolve(a))),
+        (e: unknown) => new Promise<never>((_, reject) => setImmediate(() => reject(e)))
+      )
     const { config } = yield* HostConfig
     const channels = yield* Channels
     const workspaces = yield* Workspaces

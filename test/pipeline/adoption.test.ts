@@ -18,7 +18,7 @@ const SURVIVOR = ExecutorId.make("sandbox:survivor")
 const executor = (behaviour: "run-forever" | "adopt") =>
   Layer.merge(
     Layer.succeed(AgentExecutor, AgentExecutor.of({
-      allocate: Effect.succeed(SURVIVOR),
+      allocate: () => Effect.succeed(SURVIVOR),
       execute: () => (behaviour === "run-forever" ? Effect.never : new TurnFailed({ code: "x", reason: "x", retryable: false })),
       adopt: (input) => input.reply(`adopted ${input.messages.map((m) => m.text).join(",")}`)
     })),

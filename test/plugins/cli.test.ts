@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { BUILTINS } from "../../src/plugins/builtin.js"
 import { runCli } from "../support/cli.js"
 import { EXAMPLE, pluginModule, tempProject, writePackage } from "./support.js"
 
@@ -12,7 +13,7 @@ describe("pynchy plugins (real process)", () => {
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), `plugins:\n  modules: [${JSON.stringify(EXAMPLE)}]\n`)
     const r = run([], dir)
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.match(r.stdout, /^plugins: 3 loaded, 1 skipped, 0 problem\(s\)$/m)
+    assert.match(r.stdout, new RegExp(`^plugins: ${BUILTINS.filter((b) => b.requires === undefined).length + 1} loaded, 1 skipped, 0 problem\\(s\\)$`, "m"))
     assert.match(r.stdout, /^core-skills {2}\(builtin\)$/m)
     assert.match(r.stdout, /^ {2}skillPaths {2}core$/m)
     assert.include(r.stdout, `hello 0.1.0  (module ${path.join(EXAMPLE, "plugin.js")})`)
@@ -24,9 +25,11 @@ describe("pynchy plugins (real process)", () => {
     const r = run(["--json"], tempProject(), { PYNCHY_PLUGINS: EXAMPLE })
     assert.strictEqual(r.code, 0, r.stderr)
     const report = JSON.parse(r.stdout)
-    assert.deepStrictEqual(report.plugins.map((p: { name: string; from: string }) => p.name), ["core-channels", "core-skills", "hello"])
-    assert.deepStrictEqual(report.plugins[2].contributions, { serviceHandler: ["hello.greet"], skillPaths: ["hello"] })
-    assert.strictEqual(report.plugins[2].source._tag, "module")
+    const builtins = BUILTINS.filter((b) => b.requires === undefined).map((b) => b.name)
+    assert.deepStrictEqual(report.plugins.map((p: { name: string; from: string }) => p.name), [...builtins, "hello"])
+    const hello = report.plugins.at(-1)
+    assert.deepStrictEqual(hello.contributions, { serviceHandler: ["hello.greet"], skillPaths: ["hello"] })
+    assert.strictEqual(hello.source._tag, "module")
     assert.deepStrictEqual(report.skipped, [{ name: "slack", from: "builtin", reason: "optional package '@slack/bolt' is not installed", hint: "npm install @slack/bolt" }])
     assert.deepStrictEqual(report.faults, [])
   })

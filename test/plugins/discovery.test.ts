@@ -11,6 +11,9 @@ import { EXAMPLE, hostConfig, inspectAt, pluginModule, tempProject, withEnv, wri
 
 const tunnel = (name: string) => `tunnel: () => ({ name: ${JSON.stringify(name)}, detect: () => false })`
 
+/** The built-ins that need no optional package. */
+const ALWAYS_ON = BUILTINS.filter((b) => b.requires === undefined).map((b) => b.name)
+
 describe("discovery", () => {
   it.effect("built-ins: core-skills loads; slack is skipped because @slack/bolt is not installed, and never imported", () =>
     Effect.gen(function* () {
@@ -43,7 +46,7 @@ describe("discovery", () => {
       writePackage(root, "@slack/bolt", { main: "index.js" }, { "index.js": "export {}\n" })
       const { faults, registry } = yield* inspectAt(root, { builtins: BUILTINS })
       assert.deepStrictEqual(faults, [])
-      assert.deepStrictEqual(registry.plugins.map((p) => p.name), ["core-channels", "core-skills", "slack"])
+      assert.deepStrictEqual(registry.plugins.map((p) => p.name), BUILTINS.map((b) => b.name))
       assert.deepStrictEqual(registry.skipped, [])
     }))
 
@@ -94,11 +97,11 @@ describe("discovery", () => {
       writePackage(root, "pkg-c", { pynchy: { plugin: "./p.js" } }, { "p.js": pluginModule("c") })
       const { faults, registry } = yield* inspectAt(root, {
         builtins: BUILTINS,
-        config: { plugins: PluginsConfig.make({ disabled: ["core-channels", "core-skills", "pkg-a", "b"] }) }
+        config: { plugins: PluginsConfig.make({ disabled: [...ALWAYS_ON, "pkg-a", "b"] }) }
       })
       assert.deepStrictEqual(faults, [])
       assert.deepStrictEqual(registry.plugins.map((p) => p.name), ["c"])
-      assert.deepStrictEqual(registry.skipped.map((s) => s.name).sort(), ["b", "core-channels", "core-skills", "pkg-a", "slack"])
+      assert.deepStrictEqual(registry.skipped.map((s) => s.name).sort(), [...ALWAYS_ON, "b", "pkg-a", "slack"].sort())
       assert.include(registry.skipped.find((s) => s.name === "pkg-a")!.reason, "plugins.disabled")
     }))
 

@@ -1,0 +1,101 @@
+/**
+ * What the agent-session seam costs per call: `registry.inspect` (lookup, deadline, answer decoded
+ * with Schema, status) against awaiting the same callback directly, in the same run. The callback
+ * answers at once, so the difference is all seam. Twice: a callback that never reads
+ * `opts.signal`, and one that does (the registry then makes an AbortController for the call).
+ */
+import { Effect } from "effect"
+import { AgentSessionRuntimeRegistry } from "../../src/runtimes/agent-session/AgentSessionRuntimeRegistry.js"
+import type { CallOptions, SessionRef } from "../../src/runtimes/agent-session/runtime.js"
+import type { Row } from "./types.js"
+
+const CALLS = 20_000
+const WARMUP = 5_000
+const ROUNDS = 5
+const GOAL = "≤ 20 µs"
+
+const median = (xs: ReadonlyArray<number>) => {
+  const s = [...xs].sort((a, b) => a - b)
+  const m = Math.floor(s.length / 2)
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2
+}
+
+const answer = { state: "idle", output: "ok" }
+const plain = async (_ref: SessionRef, _opts: CallOptions) => answer
+const readsSignal = async (_ref: SessionRef, opts: CallOptions) => (opts.signal.aborted ? undefined : answer)
+const refOf = (runtimeId: string): SessionRef => ({ runtimeId, provider: "bench", sessionRef: "s1" })
+
+/** µs per awaited call of the bare callback (one options object for all calls: no deadline). */
+const bare = async (callback: (ref: SessionRef, opts: CallOptions) => Promise<unknown>, calls: number) => {
+  const ref = refOf("bare")
+  const opts: CallOptions = { signal: new AbortController().signal, timeoutMs: 60_000 }
+  const start = performance.now()
+  for (let i = 0; i < calls; i++) await callback(ref, opts)
+  return ((performance.now() - start) * 1000) / calls
+}
+
+/** µs per `registry.inspect`, all calls inside one Effect program (as the host makes them). */
+const viaRegistry = (registry: AgentSessionRuntimeRegistry.Service, runtimeId: string, calls: number) =>
+  Effect.gen(function* () {
+    const ref = refOf(runtimeId)
+    const start = performance.now()
+    for (let i = 0; i < calls; i++) yield* registry.inspect(ref)
+    return ((performance.now() - start) * 1000) / calls
+  })
+
+/** µs per Effect.tryPromise of the callback: Effect's own async boundary, no deadline, no decode. */
+const viaTryPromise = (calls: number) =>
+  Effect.gen(function* () {
+    const ref = refOf("bare")
+    const opts: CallOptions = { signal: new AbortController().signal, timeoutMs: 60_000 }
+    const call = Effect.tryPromise({ try: () => plain(ref, opts), catch: () => "failed" as const })
+    const start = performance.now()
+    for (let i = 0; i < calls; i++) yield* call
+    return ((performance.now() - start) * 1000) / calls
+  })
+
+export default async function (): Promise<Array<Row>> {
+  return Effect.runPromise(
+    Effect.gen(function* () {
+      const registry = yield* AgentSessionRuntimeRegistry
+      yield* registry.register({ id: "plain", provider: "bench", inspect: plain })
+      yield* registry.register({ id: "signal", provider: "bench", inspect: readsSignal })
+      for (const id of ["plain", "signal"]) {
+        const check = yield* registry.inspect(refOf(id))
+        if (check.state !== "idle") throw new Error(`the bench runtime '${id}' answered ${check.state}/${check.code}`)
+      }
+      const samples = { plain: [] as Array<number>, signal: [] as Array<number>, barePlain: [] as Array<number>, bareSignal: [] as Array<number>, effect: [] as Array<number> }
+      for (let r = -1; r < ROUNDS; r++) {
+        const n = r < 0 ? WARMUP : CALLS
+        const round = {
+          plain: yield* viaRegistry(registry, "plain", n),
+          barePlain: yield* Effect.promise(() => bare(plain, n)),
+          signal: yield* viaRegistry(registry, "signal", n),
+          bareSignal: yield* Effect.promise(() => bare(readsSignal, n)),
+          effect: yield* viaTryPromise(n)
+        }
+        if (r < 0) continue
+        for (const k of Object.keys(samples) as Array<keyof typeof samples>) samples[k].push(round[k])
+      }
+      const m = {
+        plain: median(samples.plain),
+        signal: median(samples.signal),
+        barePlain: median(samples.barePlain),
+        bareSignal: median(samples.bareSignal),
+        effect: median(samples.effect)
+      }
+      return [
+        { name: "registry.inspect with deadline, per call", value: m.plain, unit: "µs", baseline: { name: "bare awaited callback", value: m.barePlain } },
+        { name: "registry call overhead (with deadline - bare)", value: m.plain - m.barePlain, unit: "µs", goal: GOAL },
+        {
+          name: "registry.inspect with deadline, callback reads opts.signal",
+          value: m.signal,
+          unit: "µs",
+          baseline: { name: "bare awaited callback", value: m.bareSignal }
+        },
+        { name: "registry call overhead, callback reads opts.signal", value: m.signal - m.bareSignal, unit: "µs", goal: GOAL },
+        { name: "registry.inspect with deadline (vs Effect's async floor)", value: m.plain, unit: "µs", baseline: { name: "Effect.tryPromise, no deadline", value: m.effect } }
+      ]
+    }).pipe(Effect.provide(AgentSessionRuntimeRegistry.layer))
+  )
+}

@@ -1,0 +1,141 @@
+/**
+ * Host actions as agent tools. A workspace sees only the service handlers its `actions` lists;
+ * each call is decoded against the handler's input schema (and the evidence an action spec of the
+ * same id demands), then passes policy: a per-workspace rate limit, and approval for `high` risk.
+ * Every refusal, error and timeout fails closed: the agent gets a refusal, the host keeps running.
+ */
+import { Clock, Context, Duration, Effect, Layer, Schema } from "effect"
+import type { Workspace } from "../domain/workspace.js"
+import type { ActionSpec, ServiceHandler } from "../plugins/contract.js"
+import { PluginRegistry } from "../plugins/PluginRegistry.js"
+import { toolNameOf, type ToolSpec } from "../sandbox/ipc.js"
+import { validate } from "./validate.js"
+
+export const RefusalCode = Schema.Literal(
+  "unknown_action",
+  "not_enabled",
+  "invalid_input",
+  "approval_required",
+  "rate_limited",
+  "action_timeout",
+  "action_failed"
+)
+export type RefusalCode = typeof RefusalCode.Type
+
+/** A call that did not run or did not finish: the code the agent sees and a reason without input values. */
+export class ActionRefused extends Schema.TaggedError<ActionRefused>()("ActionRefused", {
+  action: Schema.String,
+  code: RefusalCode,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `action ${this.action} refused (${this.code}): ${this.reason}`
+  }
+}
+
+export interface ActionCallContext {
+  readonly turnId: number
+  readonly conversationId: string
+}
+
+export declare namespace HostActions {
+  export interface Options {
+    /** Calls per workspace per minute (default 30). */
+    readonly ratePerMinute?: number
+    /** A handler's deadline (default 30 s); a late handler is a refusal. */
+    readonly timeout?: Duration.DurationInput
+  }
+
+  export interface Service {
+    /** The tools a workspace's agent is offered (its enabled actions that have a handler). */
+    readonly toolsFor: (workspace: Workspace) => ReadonlyArray<ToolSpec>
+    /** Runs a tool call by tool name (or action id) under policy; the output is JSON-safe. */
+    readonly call: (workspace: Workspace, tool: string, input: unknown, context: ActionCallContext) => Effect.Effect<unknown, ActionRefused>
+  }
+}
+
+const jsonSafe = (value: unknown): unknown => {
+  if (value === undefined) return null
+  try {
+    return JSON.parse(JSON.stringify(value))
+  } catch {
+    return null
+  }
+}
+
+/** Runs a handler however it answers (value, Promise, Effect); any failure becomes `failed`, without its content. */
+const invoke = (handler: ServiceHandler, input: unknown, context: ActionCallContext, failed: () => ActionRefused) =>
+  Effect.suspend((): Effect.Effect<unknown, ActionRefused> => {
+    const result: unknown = handler.handler(input, context)
+    if (Effect.isEffect(result)) return Effect.mapError(result as Effect.Effect<unknown, unknown>, failed)
+    if (result !== null && typeof result === "object" && typeof (result as PromiseLike<unknown>).then === "function") {
+      return Effect.tryPromise({ try: () => result as PromiseLike<unknown>, catch: failed })
+    }
+    return Effect.succeed(result)
+  })
+
+export const makeHostActions = (
+  handlers: ReadonlyArray<ServiceHandler>,
+  specs: ReadonlyArray<ActionSpec>,
+  options: HostActions.Options = {}
+): Effect.Effect<HostActions.Service> =>
+  Effect.sync(() => {
+    const byId = new Map(handlers.map((h) => [h.name, h]))
+    const byTool = new Map(handlers.map((h) => [toolNameOf(h.name), h]))
+    const specOf = new Map(specs.map((s) => [s.id, s]))
+    const rate = options.ratePerMinute ?? 30
+    const timeout = Duration.decode(options.timeout ?? Duration.seconds(30))
+    const windows = new Map<string, Array<number>>()
+
+    const toolsFor = (workspace: Workspace): ReadonlyArray<ToolSpec> =>
+      workspace.actions.flatMap((id) => {
+        const h = byId.get(id)
+        return h === undefined ? [] : [{ name: toolNameOf(h.name), action: h.name, description: h.description, inputSchema: { ...h.inputSchema } }]
+      })
+
+    const admit = (workspace: string, now: number): boolean => {
+      const recent = (windows.get(workspace) ?? []).filter((t) => t > now - 60_000)
+      if (recent.length >= rate) {
+        windows.set(workspace, recent)
+        return false
+      }
+      recent.push(now)
+      windows.set(workspace, recent)
+      return true
+    }
+
+    const call = Effect.fn("HostActions.call")(function* (workspace: Workspace, tool: string, input: unknown, context: ActionCallContext) {
+      const handler = byTool.get(tool) ?? byId.get(tool)
+      const action = handler?.name ?? tool.slice(0, 200)
+      const refuse = (code: RefusalCode, reason: string) => new ActionRefused({ action, code, reason })
+      if (handler === undefined) return yield* refuse("unknown_action", "no such host action")
+      if (!workspace.actions.includes(handler.name)) return yield* refuse("not_enabled", `not enabled for workspace '${workspace.id}'`)
+      const problems = validate(handler.inputSchema, input)
+      const evidence = specOf.get(handler.name)?.evidence ?? []
+      for (const field of evidence) {
+        const v = input !== null && typeof input === "object" ? (input as Record<string, unknown>)[field] : undefined
+        if (v === undefined || v === null || v === "") problems.push(`input.${field}: evidence required`)
+      }
+      if (problems.length > 0) return yield* refuse("invalid_input", problems.slice(0, 10).join("; "))
+      // TODO(approval): route the request into the conversation and wait for a human; until then, fail closed.
+      if (handler.risk === "high") return yield* refuse("approval_required", "high-risk actions need human approval, which is not available yet")
+      if (!admit(workspace.id, yield* Clock.currentTimeMillis)) return yield* refuse("rate_limited", `more than ${rate} calls per minute`)
+      const output = yield* invoke(handler, input, context, () => refuse("action_failed", "the handler failed")).pipe(
+        Effect.timeoutFail({ duration: timeout, onTimeout: () => refuse("action_timeout", `no answer within ${Duration.format(timeout)}`) }),
+        Effect.catchAllDefect(() => Effect.fail(refuse("action_failed", "the handler crashed")))
+      )
+      yield* Effect.logInfo("host action ran").pipe(Effect.annotateLogs({ action: handler.name, workspace: workspace.id, turn: context.turnId }))
+      return jsonSafe(output)
+    })
+
+    return HostActions.of({ toolsFor, call })
+  })
+
+export class HostActions extends Context.Tag("pynchy/HostActions")<HostActions, HostActions.Service>() {
+  static readonly make = (options: HostActions.Options = {}) =>
+    Effect.flatMap(PluginRegistry, (registry) =>
+      makeHostActions(registry.serviceHandlers.map((c) => c.value), registry.actionSpecs.map((c) => c.value), options)
+    )
+
+  static readonly layer = Layer.effect(HostActions, HostActions.make())
+}

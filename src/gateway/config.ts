@@ -1,0 +1,88 @@
+/**
+ * The `gateway:` section of pynchy.yaml (proposed: the lead adds `gateway: GatewayConfig` to
+ * PynchyConfig). Providers stay in `providers:` (src/config/schema.ts); this section groups
+ * their models, and sets routing, retries, cooldown, budgets and where the gateway listens.
+ */
+import { Schema } from "effect"
+
+const PositiveInt = Schema.Int.pipe(Schema.positive())
+const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
+const Millis = Schema.Int.pipe(Schema.between(0, 86_400_000))
+
+export const RoutingStrategy = Schema.Literal("weighted-shuffle", "least-in-flight", "lowest-latency")
+export type RoutingStrategy = typeof RoutingStrategy.Type
+
+/** One deployment of a model group: a provider (by name) and the model id it knows. */
+export class GroupDeployment extends Schema.Class<GroupDeployment>("GroupDeployment")({
+  provider: Schema.NonEmptyTrimmedString,
+  /** The model id sent upstream. */
+  model: Schema.NonEmptyTrimmedString,
+  /** Defaults to the provider's weight. */
+  weight: Schema.optional(Schema.Number.pipe(Schema.positive()))
+}) {}
+
+/**
+ * A public model name mapped to deployments. Without groups, each provider model is its own
+ * public name (providers listing the same model share it).
+ */
+export class ModelGroup extends Schema.Class<ModelGroup>("ModelGroup")({
+  name: Schema.NonEmptyTrimmedString,
+  deployments: Schema.NonEmptyArray(GroupDeployment),
+  /** Groups tried, in order, when every deployment of this one failed or is cooling down. */
+  fallbacks: Schema.optionalWith(Schema.Array(Schema.NonEmptyTrimmedString), { default: () => [] })
+}) {}
+
+export class GatewayListen extends Schema.Class<GatewayListen>("GatewayListen")({
+  /** Listen on `<dataDir>/gateway.sock` (the sandbox's way in). */
+  socket: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  /** File mode of the socket. Tokens are the access control; the mode is defence in depth. */
+  socketMode: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 0o777)), { default: () => 0o600 }),
+  /** Also listen on 127.0.0.1:port (0 picks a free port). */
+  port: Schema.optional(Schema.Int.pipe(Schema.between(0, 65_535)))
+}) {}
+
+export class GatewayRetry extends Schema.Class<GatewayRetry>("GatewayRetry")({
+  /** Upstream attempts per request, across deployments and fallback groups. */
+  attempts: Schema.optionalWith(PositiveInt, { default: () => 3 }),
+  /** Exponential backoff base (jittered). */
+  baseMs: Schema.optionalWith(Millis, { default: () => 100 }),
+  /** No single backoff is longer than this. */
+  maxDelayMs: Schema.optionalWith(Millis, { default: () => 5_000 }),
+  /**
+   * The longest Retry-After (or cooldown) the gateway waits out itself; a longer one goes back to
+   * the client as the upstream's answer.
+   */
+  maxWaitMs: Schema.optionalWith(Millis, { default: () => 10_000 })
+}) {}
+
+export class GatewayCooldown extends Schema.Class<GatewayCooldown>("GatewayCooldown")({
+  /** Consecutive failures a deployment may have before it cools down. */
+  allowedFails: Schema.optionalWith(NonNegativeInt, { default: () => 3 }),
+  cooldownMs: Schema.optionalWith(Millis, { default: () => 30_000 })
+}) {}
+
+export class GatewayTimeouts extends Schema.Class<GatewayTimeouts>("GatewayTimeouts")({
+  /** Until the upstream's response headers (a retryable timeout). */
+  headersMs: Schema.optionalWith(Millis, { default: () => 120_000 }),
+  /** Silence allowed between two body chunks once the answer started (not retryable). */
+  idleMs: Schema.optionalWith(Millis, { default: () => 300_000 }),
+  /** Largest request body accepted. */
+  maxBodyBytes: Schema.optionalWith(PositiveInt, { default: () => 32 * 1024 * 1024 })
+}) {}
+
+export class GatewayBudgets extends Schema.Class<GatewayBudgets>("GatewayBudgets")({
+  /** Tokens per workspace per UTC day; none means unlimited. */
+  dailyTokens: Schema.optional(PositiveInt),
+  /** Per-workspace overrides of `dailyTokens`. */
+  workspaces: Schema.optionalWith(Schema.Record({ key: Schema.String, value: PositiveInt }), { default: () => ({}) })
+}) {}
+
+export class GatewayConfig extends Schema.Class<GatewayConfig>("GatewayConfig")({
+  listen: Schema.optionalWith(GatewayListen, { default: () => GatewayListen.make({}) }),
+  modelGroups: Schema.optionalWith(Schema.Array(ModelGroup), { default: () => [] }),
+  routing: Schema.optionalWith(RoutingStrategy, { default: () => "weighted-shuffle" as const }),
+  retry: Schema.optionalWith(GatewayRetry, { default: () => GatewayRetry.make({}) }),
+  cooldown: Schema.optionalWith(GatewayCooldown, { default: () => GatewayCooldown.make({}) }),
+  timeouts: Schema.optionalWith(GatewayTimeouts, { default: () => GatewayTimeouts.make({}) }),
+  budgets: Schema.optionalWith(GatewayBudgets, { default: () => GatewayBudgets.make({}) })
+}) {}

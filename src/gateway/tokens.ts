@@ -1,0 +1,87 @@
+/**
+ * Turn tokens: the only credential a sandbox holds. A token is 32 random bytes, bound to a
+ * workspace, a conversation, optionally a set of models and a token budget, and dies at its
+ * expiry or when revoked (in-flight requests made with it are cut).
+ */
+import * as crypto from "node:crypto"
+
+export interface Grant {
+  readonly workspace: string
+  readonly conversationId: string
+  /** null: every model the gateway serves. */
+  readonly models: ReadonlySet<string> | null
+  readonly expiresAt: number
+  readonly tokenBudget: number | null
+  used: number
+  /** Cancels of the requests in flight with this token. */
+  readonly inFlight: Set<() => void>
+}
+
+export interface GrantInput {
+  readonly workspace: string
+  readonly conversationId: string
+  readonly models?: ReadonlyArray<string> | undefined
+  readonly expiresAt: number
+  readonly tokenBudget?: number | undefined
+}
+
+export const TOKEN_PREFIX = "pgw_"
+
+export class TokenTable {
+  private readonly grants = new Map<string, Grant>()
+  private lastSweep = 0
+
+  /** Minting also sweeps expired tokens (at most once a minute): no timer needed. */
+  mint(input: GrantInput, now: number): string {
+    if (now - this.lastSweep >= 60_000) {
+      this.lastSweep = now
+      this.sweep(now)
+    }
+    const token = TOKEN_PREFIX + crypto.randomBytes(32).toString("base64url")
+    this.grants.set(token, {
+      workspace: input.workspace,
+      conversationId: input.conversationId,
+      models: input.models ? new Set(input.models) : null,
+      expiresAt: input.expiresAt,
+      tokenBudget: input.tokenBudget ?? null,
+      used: 0,
+      inFlight: new Set()
+    })
+    return token
+  }
+
+  /** The live grant of a token; an expired one is dropped (and its requests cut) on sight. */
+  lookup(token: string, now: number): Grant | undefined {
+    const grant = this.grants.get(token)
+    if (grant === undefined) return undefined
+    if (now >= grant.expiresAt) {
+      this.revoke(token)
+      return undefined
+    }
+    return grant
+  }
+
+  revoke(token: string): boolean {
+    const grant = this.grants.get(token)
+    if (grant === undefined) return false
+    this.grants.delete(token)
+    for (const cancel of [...grant.inFlight]) cancel()
+    grant.inFlight.clear()
+    return true
+  }
+
+  /** Drops every expired token; returns how many. */
+  sweep(now: number): number {
+    let n = 0
+    for (const [token, grant] of this.grants) if (now >= grant.expiresAt && this.revoke(token)) n++
+    return n
+  }
+
+  get size(): number {
+    return this.grants.size
+  }
+
+  revokeAll(): void {
+    for (const token of [...this.grants.keys()]) this.revoke(token)
+  }
+}

@@ -1,0 +1,244 @@
+/**
+ * Runs each turn in a sandbox: prepare the session folder (turn.json, skills, sockets), mint the
+ * turn's gateway token, start the runner in the selected container runtime, serve its IPC
+ * (replies become deliveries, tool calls become host actions under policy), and on scope close
+ * kill the sandbox, revoke the token and record the outcome in the session folder.
+ */
+import { Clock, Context, Effect, Layer, Option, Queue, Redacted, Schema } from "effect"
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { BUILTIN_CORES } from "../agent/cores/index.js"
+import { HostActions, makeHostActions } from "../actions/HostActions.js"
+import { HostConfig } from "../config/HostConfig.js"
+import { ExecutorId } from "../domain/ids.js"
+import type { Workspace } from "../domain/workspace.js"
+import { Gateway } from "../gateway/Gateway.js"
+import { AgentExecutor, ExecutorLiveness, TurnFailed, type TurnInput } from "../pipeline/AgentExecutor.js"
+import { hostPackageRoot } from "../plugins/paths.js"
+import { PluginRegistry } from "../plugins/PluginRegistry.js"
+import type { TurnSpec } from "./ipc.js"
+import { type IpcChannel, listenIpc } from "./IpcServer.js"
+import type { SandboxHandle, SandboxRuntime, SandboxSpec } from "./runtime.js"
+import { chooseRuntime } from "./select.js"
+import { skillsFor } from "./skills.js"
+
+export declare namespace SandboxExecutor {
+  export interface Options {
+    /** The runner bundle; default `<package>/dist/runner.mjs` (scripts/build-runner.mjs). */
+    readonly runnerPath?: string
+    /** Container runtimes by name; default: the plugins' `containerRuntime` contributions. */
+    readonly runtimes?: ReadonlyArray<SandboxRuntime>
+    /** The core for workspaces without `agentCore`; default: by provider (anthropic, else openai). */
+    readonly defaultCore?: string
+    readonly maxToolRounds?: number
+  }
+}
+
+const SandboxRecord = Schema.parseJson(Schema.Struct({ runtime: Schema.String, id: Schema.String }))
+
+const SID = /^sandbox:([a-f0-9]{12})$/
+const sessionsDir = (dataDir: string) => path.join(dataDir, "sessions")
+const folderOf = (dataDir: string, w: Workspace) =>
+  w.folder !== undefined && path.isAbsolute(w.folder) ? w.folder : path.join(dataDir, "workspaces", w.folder ?? w.id)
+
+/** A unix socket path must fit in 108 bytes; a deep data dir falls back to the temp folder. */
+const ipcPathFor = (sessionDir: string, sid: string) => {
+  const inSession = path.join(sessionDir, "ipc.sock")
+  return Buffer.byteLength(inSession) < 100 ? inSession : path.join(os.tmpdir(), `pynchy-ipc-${sid}.sock`)
+}
+
+const failed = (code: string, reason: string, retryable: boolean) => new TurnFailed({ code, reason, retryable })
+
+const isHandle = (u: unknown): u is SandboxHandle =>
+  u !== null && typeof u === "object" && typeof (u as SandboxHandle).id === "string" && typeof (u as SandboxHandle).exited?.then === "function"
+
+export const make = (options: SandboxExecutor.Options = {}) =>
+  Effect.gen(function* () {
+    const host = yield* HostConfig
+    const registry = yield* PluginRegistry
+    const gateway = yield* Effect.serviceOption(Gateway)
+    const actions = yield* Effect.serviceOption(HostActions).pipe(
+      Effect.flatMap(Option.match({
+        onSome: Effect.succeed,
+        onNone: () => makeHostActions(registry.serviceHandlers.map((c) => c.value), registry.actionSpecs.map((c) => c.value))
+      }))
+    )
+    const runtimes = options.runtimes ?? registry.containerRuntimes.map((c) => c.value as SandboxRuntime)
+    const runnerPath = options.runnerPath ?? path.join(hostPackageRoot(), "dist", "runner.mjs")
+    const knownCores = new Set(registry.agentCores.map((c) => c.name))
+    const providers = host.config.providers
+    const dataDir = host.dataDir
+
+    const coreFor = (w: Workspace) =>
+      w.agentCore ?? options.defaultCore ?? (providers[0]?.kind === "anthropic" ? "anthropic" : "openai")
+    const modelFor = (w: Workspace): string | null =>
+      Option.isNone(gateway) ? null : w.model ?? providers.find((p) => p.models.length > 0)?.models[0] ?? null
+
+    const record = (sessionDir: string, name: string, value: unknown) =>
+      Effect.sync(() => fs.writeFileSync(path.join(sessionDir, name), JSON.stringify(value), { mode: 0o600 }))
+
+    /** Serves the runner until `done`, a fatal error, or its end. */
+    const serve = (input: TurnInput, ipc: IpcChannel, exited: Effect.Effect<{ code: number | null }>) =>
+      Effect.gen(function* () {
+        let replies = 0
+        // The sandbox ending (even before it connected) is an event like any other.
+        yield* Effect.forkScoped(Effect.flatMap(exited, () => Queue.offer(ipc.events, { _tag: "closed" })))
+        while (true) {
+          const event = yield* Queue.take(ipc.events)
+          switch (event._tag) {
+            case "text_delta":
+              break
+            case "reply":
+              replies++
+              yield* input.reply(event.text)
+              break
+            case "tool_call": {
+              const result = yield* actions.call(input.workspace, event.tool, event.input, { turnId: input.turn.id, conversationId: input.conversation.id }).pipe(
+                Effect.map((output) => ({ ok: true, output })),
+                Effect.catchTag("ActionRefused", (r) => {
+                  const refusal = { ok: false, output: { code: r.code, message: r.reason } }
+                  return Effect.as(Effect.logInfo("host action refused").pipe(Effect.annotateLogs({ action: r.action, code: r.code, turn: input.turn.id })), refusal)
+                })
+              )
+              yield* ipc.send({ _tag: "tool_result", callId: event.callId, ...result })
+              break
+            }
+            case "error":
+              if (event.fatal) return yield* failed(event.code, event.message, event.retryable)
+              yield* Effect.logWarning("sandbox reported an error").pipe(Effect.annotateLogs({ code: event.code, turn: input.turn.id }))
+              break
+            case "done":
+              return replies
+            case "closed": {
+              const exit = yield* exited
+              return yield* failed("sandbox_exited", `the sandbox ended before the turn was done (exit ${exit.code ?? "signal"})`, true)
+            }
+          }
+        }
+      })
+
+    const execute = Effect.fn("SandboxExecutor.execute")(function* (input: TurnInput) {
+      const m = SID.exec(input.executor)
+      if (m === null) return yield* failed("bad_executor_id", "not a sandbox executor id", false)
+      const sid = m[1]!
+      const w = input.workspace
+      const runtime = yield* chooseRuntime(w.sandbox.runtime ?? host.config.containerRuntime, runtimes)
+      const core = coreFor(w)
+      const entry = BUILTIN_CORES.find((c) => c.name === core)
+      if (entry === undefined || !knownCores.has(core)) return yield* failed("unknown_agent_core", `no agent core named '${core}'`, false)
+      if (!fs.existsSync(runnerPath)) return yield* failed("runner_missing", "the runner bundle is missing (npm run build)", false)
+
+      const sessionDir = path.join(sessionsDir(dataDir), sid)
+      const workspaceDir = folderOf(dataDir, w)
+      yield* Effect.sync(() => {
+        fs.mkdirSync(sessionDir, { recursive: true, mode: 0o700 })
+        fs.mkdirSync(workspaceDir, { recursive: true })
+      })
+      const skills = skillsFor(w, registry.skills.map((s) => s.value), workspaceDir)
+      const model = entry.api === "none" ? null : modelFor(w)
+      const turn: TurnSpec = {
+        version: 1,
+        turnId: input.turn.id,
+        conversationId: input.conversation.id,
+        workspace: { id: w.id, instructions: w.instructions },
+        messages: input.messages.map((msg) => ({ id: msg.id, sender: msg.sender, text: msg.text, createdAt: msg.createdAt })),
+        skills: skills.map((s) => ({ name: s.name, description: s.description, tier: s.tier })),
+        tools: actions.toolsFor(w),
+        core,
+        model,
+        api: entry.api === "messages" ? "messages" : "chat",
+        maxToolRounds: options.maxToolRounds ?? 8
+      }
+      yield* record(sessionDir, "turn.json", turn)
+
+      const now = yield* Clock.currentTimeMillis
+      const token = Option.isSome(gateway) && model !== null
+        ? Option.some(yield* Effect.acquireRelease(
+          gateway.value.mintToken({ workspace: w.id, conversationId: input.conversation.id, models: [model], expiresAt: now + w.sandbox.timeoutSeconds * 1000 }),
+          (minted) => minted.revoke
+        ))
+        : Option.none()
+
+      const ipcSocket = ipcPathFor(sessionDir, sid)
+      const ipc = yield* listenIpc(ipcSocket).pipe(Effect.mapError((e) => failed("ipc_failed", `cannot listen for the runner (${e.reason})`, true)))
+      const spec: SandboxSpec = {
+        sandboxId: sid,
+        workspaceDir,
+        sessionDir,
+        skills: skills.map((s) => ({ name: s.name, path: s.path })),
+        ipcSocket,
+        gatewaySocket: Option.isSome(token) ? gateway.pipe(Option.flatMap((g) => Option.fromNullable(g.socketPath)), Option.getOrNull) : null,
+        entry: runnerPath,
+        env: Option.match(token, { onNone: () => ({}), onSome: (t) => ({ PYNCHY_TURN_TOKEN: Redacted.value(t.token) }) }),
+        memoryMb: w.sandbox.memoryMb,
+        maxProcesses: w.sandbox.maxProcesses
+      }
+      const handle = yield* Effect.acquireRelease(
+        Effect.tryPromise({ try: () => Promise.resolve(runtime.start(spec)), catch: () => failed("sandbox_start_failed", `the ${runtime.name} runtime could not start the sandbox`, true) }).pipe(
+          Effect.filterOrFail(isHandle, () => failed("sandbox_start_failed", `the ${runtime.name} runtime returned no handle`, false))
+        ),
+        (h) => Effect.promise(() => Promise.resolve(runtime.kill(h.id)).catch(() => undefined))
+      )
+      yield* record(sessionDir, "sandbox.json", { runtime: runtime.name, id: handle.id })
+      const exited = Effect.promise(() => handle.exited)
+      const started = yield* Clock.currentTimeMillis
+      const outcome = yield* Effect.either(serve(input, ipc, exited))
+      const malformed = ipc.malformed()
+      yield* record(sessionDir, "outcome.json", {
+        turn: input.turn.id,
+        runtime: runtime.name,
+        core,
+        ms: (yield* Clock.currentTimeMillis) - started,
+        ...(malformed > 0 ? { malformedLines: malformed } : {}),
+        ...(outcome._tag === "Right" ? { status: "done", replies: outcome.right } : { status: "failed", code: outcome.left.code })
+      })
+      if (outcome._tag === "Left") return yield* outcome.left
+    }, Effect.scoped)
+
+    const recordOf = (executor: ExecutorId) => {
+      const m = SID.exec(executor)
+      return m === null
+        ? Effect.succeedNone
+        : Effect.try(() => fs.readFileSync(path.join(sessionsDir(dataDir), m[1]!, "sandbox.json"), "utf8")).pipe(
+          Effect.flatMap(Schema.decodeUnknown(SandboxRecord)),
+          Effect.option
+        )
+    }
+
+    const isAlive = (executor: ExecutorId) =>
+      Effect.flatMap(recordOf(executor), Option.match({
+        onNone: () => Effect.succeed(false),
+        onSome: (r) => {
+          const runtime = runtimes.find((x) => x.name === r.runtime)
+          return runtime === undefined ? Effect.succeed(false) : Effect.promise(() => Promise.resolve(runtime.isAlive(r.id)).then((a) => a === true, () => false))
+        }
+      }))
+
+    const kill = (executor: ExecutorId) =>
+      Effect.flatMap(recordOf(executor), Option.match({
+        onNone: () => Effect.void,
+        onSome: (r) => {
+          const runtime = runtimes.find((x) => x.name === r.runtime)
+          return runtime === undefined ? Effect.void : Effect.promise(() => Promise.resolve(runtime.kill(r.id)).catch(() => undefined))
+        }
+      }))
+
+    return {
+      executor: AgentExecutor.of({
+        allocate: () => Effect.sync(() => ExecutorId.make(`sandbox:${randomBytes(6).toString("hex")}`)),
+        execute,
+        // The IPC listener died with the previous host, so a surviving sandbox cannot be re-attached: end it and run again.
+        adopt: (input) =>
+          Effect.zipRight(kill(input.executor), failed("not_adoptable", "a sandbox cannot be re-attached after a host restart", true))
+      }),
+      liveness: ExecutorLiveness.of({ isAlive })
+    }
+  })
+
+/** AgentExecutor + ExecutorLiveness over sandboxes; needs HostConfig and PluginRegistry, uses Gateway and HostActions when present. */
+export const layer = (options: SandboxExecutor.Options = {}) =>
+  Layer.effectContext(
+    Effect.map(make(options), ({ executor, liveness }) => Context.make(AgentExecutor, executor).pipe(Context.add(ExecutorLiveness, liveness)))
+  )

@@ -1,0 +1,144 @@
+/**
+ * The one IPC contract between the host and the in-sandbox runner: the turn file the runner reads
+ * (`/session/turn.json`) and every JSON line either side writes on the per-turn unix socket. Both
+ * sides decode with these Schemas; a line that does not decode is answered with a non-fatal
+ * `error` message and dropped, never thrown.
+ */
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+
+/** A tool the agent may call: a host action, named for the LLM (`hello.greet` → `hello__greet`). */
+export const ToolSpec = Schema.Struct({
+  name: Schema.NonEmptyString,
+  /** The host action id the tool calls. */
+  action: Schema.NonEmptyString,
+  description: Schema.String,
+  inputSchema: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+})
+export type ToolSpec = typeof ToolSpec.Type
+
+/** A skill mounted read-only at `<skills dir>/<name>/` (its SKILL.md is there). */
+export const SkillSpec = Schema.Struct({
+  name: Schema.NonEmptyString,
+  description: Schema.String,
+  tier: Schema.String
+})
+export type SkillSpec = typeof SkillSpec.Type
+
+export const TurnMessage = Schema.Struct({
+  id: Schema.Number,
+  sender: Schema.String,
+  text: Schema.String,
+  createdAt: Schema.Number
+})
+
+/** `turn.json`: everything the runner needs except secrets (the token comes in the env). */
+export const TurnSpec = Schema.Struct({
+  version: Schema.Literal(1),
+  turnId: Schema.Number,
+  conversationId: Schema.String,
+  workspace: Schema.Struct({ id: Schema.String, instructions: Schema.String }),
+  messages: Schema.Array(TurnMessage),
+  skills: Schema.Array(SkillSpec),
+  tools: Schema.Array(ToolSpec),
+  /** The agent core to run. */
+  core: Schema.NonEmptyString,
+  /** The public model name to ask the gateway for; null when no provider is configured. */
+  model: Schema.NullOr(Schema.String),
+  /** Which API the LLM cores speak to the gateway. */
+  api: Schema.Literal("chat", "messages"),
+  /** Tool-call rounds an LLM core may make before it must answer. */
+  maxToolRounds: Schema.Int.pipe(Schema.between(0, 100))
+})
+export type TurnSpec = typeof TurnSpec.Type
+
+const ErrorFields = {
+  code: Schema.String.pipe(Schema.maxLength(100)),
+  message: Schema.String.pipe(Schema.maxLength(2_000)),
+  /** A fatal error from the runner ends the turn; a non-fatal one is recorded and ignored. */
+  fatal: Schema.Boolean,
+  retryable: Schema.optionalWith(Schema.Boolean, { default: () => false })
+}
+
+/** Runner → host. */
+export const TextDelta = Schema.TaggedStruct("text_delta", { text: Schema.String })
+export const ToolCall = Schema.TaggedStruct("tool_call", {
+  callId: Schema.NonEmptyString.pipe(Schema.maxLength(100)),
+  tool: Schema.NonEmptyString.pipe(Schema.maxLength(200)),
+  input: Schema.Unknown
+})
+export const Reply = Schema.TaggedStruct("reply", { text: Schema.String.pipe(Schema.maxLength(1_000_000)) })
+export const RunnerError = Schema.TaggedStruct("error", ErrorFields)
+export const Done = Schema.TaggedStruct("done", {})
+export const RunnerMessage = Schema.Union(TextDelta, ToolCall, Reply, RunnerError, Done)
+export type RunnerMessage = typeof RunnerMessage.Type
+
+/** Host → runner. */
+export const ToolResult = Schema.TaggedStruct("tool_result", {
+  callId: Schema.String,
+  ok: Schema.Boolean,
+  /** The action's output (ok) or the refusal: `{ code, message }`. */
+  output: Schema.Unknown
+})
+export const HostError = Schema.TaggedStruct("error", ErrorFields)
+export const HostMessage = Schema.Union(ToolResult, HostError)
+export type HostMessage = typeof HostMessage.Type
+
+/** A line that is not one of the messages: what was wrong, never the line itself. */
+export interface Malformed {
+  readonly _tag: "Malformed"
+  readonly reason: string
+}
+
+const KNOWN_TAGS = new Set(["text_delta", "tool_call", "reply", "error", "done", "tool_result"])
+
+const decodeWith = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknownEither(schema, { onExcessProperty: "ignore" })
+  return (line: string): Either.Either<A, Malformed> => {
+    let raw: unknown
+    try {
+      raw = JSON.parse(line)
+    } catch {
+      return Either.left({ _tag: "Malformed", reason: "not JSON" })
+    }
+    return Either.mapLeft(decode(raw), () => {
+      const tag = raw !== null && typeof raw === "object" ? (raw as { _tag?: unknown })._tag : undefined
+      // Only a known tag is echoed back: the line itself may carry anything.
+      const reason = typeof tag === "string" && KNOWN_TAGS.has(tag) ? `not a valid '${tag}' message here` : "unknown message type"
+      return { _tag: "Malformed" as const, reason }
+    })
+  }
+}
+
+export const decodeRunnerLine = decodeWith(RunnerMessage)
+export const decodeHostLine = decodeWith(HostMessage)
+export const decodeTurnSpec = Schema.decodeUnknownEither(TurnSpec)
+
+const encodeRunner = Schema.encodeSync(RunnerMessage)
+const encodeHost = Schema.encodeSync(HostMessage)
+export const runnerLine = (m: RunnerMessage): string => `${JSON.stringify(encodeRunner(m))}\n`
+export const hostLine = (m: HostMessage): string => `${JSON.stringify(encodeHost(m))}\n`
+
+/** Splits a byte stream into lines; a line longer than `maxLine` is reported and skipped. */
+export const lineSplitter = (onLine: (line: string) => void, onOversize: () => void, maxLine = 4 * 1024 * 1024) => {
+  let buffer = ""
+  let skipping = false
+  return (chunk: string) => {
+    buffer += chunk
+    let nl: number
+    while ((nl = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, nl)
+      buffer = buffer.slice(nl + 1)
+      if (skipping) skipping = false
+      else if (line.trim() !== "") onLine(line)
+    }
+    if (buffer.length > maxLine) {
+      buffer = ""
+      if (!skipping) onOversize()
+      skipping = true
+    }
+  }
+}
+
+/** The tool name an LLM sees for an action id (function names allow `[a-zA-Z0-9_-]`). */
+export const toolNameOf = (action: string): string => action.replace(/\./g, "__")

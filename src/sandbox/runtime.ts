@@ -1,0 +1,81 @@
+/**
+ * What a container runtime does for the sandbox executor. It satisfies the plugin contract
+ * (`containerRuntime`: name, start, kill, isAlive returning Promises), so a plugin can bring its
+ * own; the built-ins are bwrap, process and docker.
+ */
+import type { ContainerRuntime } from "../plugins/contract.js"
+
+export interface SandboxSpec {
+  /** The host's id for this sandbox (`[a-f0-9]{12}`), used for names (cgroup, container). */
+  readonly sandboxId: string
+  /** Host folders; the runtime decides where the runner sees them. */
+  readonly workspaceDir: string
+  readonly sessionDir: string
+  /** Skill folders to mount read-only, each at `<skills dir>/<name>`. */
+  readonly skills: ReadonlyArray<{ readonly name: string; readonly path: string }>
+  readonly ipcSocket: string
+  readonly gatewaySocket: string | null
+  /** The script node runs (the bundled runner, or a test probe); mounted read-only. */
+  readonly entry: string
+  /** The only variables the runner gets besides PATH, HOME and the PYNCHY_* paths. */
+  readonly env: Readonly<Record<string, string>>
+  readonly memoryMb?: number | undefined
+  readonly maxProcesses?: number | undefined
+}
+
+export interface SandboxExit {
+  readonly code: number | null
+  readonly signal: string | null
+}
+
+export interface SandboxHandle {
+  /** The runtime's liveness id (`<pid>:<starttime>` or a container name). */
+  readonly id: string
+  /** Settles when the sandbox has ended (never rejects). */
+  readonly exited: Promise<SandboxExit>
+}
+
+export interface SandboxRuntime extends ContainerRuntime {
+  readonly name: string
+  start(spec: SandboxSpec): Promise<SandboxHandle>
+  /** Kills the sandbox and everything in it; a dead or unknown id is not an error. */
+  kill(id: string): Promise<void>
+  isAlive(id: string): Promise<boolean>
+  /** Whether it can run here; `reason` says why not (for auto selection and `pynchy doctor`). */
+  available?(): Promise<{ readonly ok: boolean; readonly reason?: string }>
+  /** False for runtimes that do not isolate (doctor warns). */
+  readonly isolates?: boolean
+}
+
+/** The env variables through which the runner finds its folders and sockets. */
+export interface RunnerPaths {
+  readonly PYNCHY_SESSION_DIR: string
+  readonly PYNCHY_WORKSPACE_DIR: string
+  readonly PYNCHY_SKILLS_DIR: string
+  readonly PYNCHY_IPC_SOCKET: string
+  readonly PYNCHY_GATEWAY_SOCKET: string
+}
+
+/** The paths inside bwrap and docker. */
+export const SANDBOX_PATHS: RunnerPaths = {
+  PYNCHY_SESSION_DIR: "/session",
+  PYNCHY_WORKSPACE_DIR: "/workspace",
+  PYNCHY_SKILLS_DIR: "/skills",
+  PYNCHY_IPC_SOCKET: "/run/ipc.sock",
+  PYNCHY_GATEWAY_SOCKET: "/run/gateway.sock"
+}
+
+export const ENTRY_INSIDE = "/opt/pynchy/runner.mjs"
+
+/** The environment a runner starts with: nothing inherited. */
+export const runnerEnv = (spec: SandboxSpec, paths: RunnerPaths, home: string): Record<string, string> => ({
+  PATH: "/usr/local/bin:/usr/bin:/bin",
+  HOME: home,
+  ...spec.env,
+  ...paths,
+  ...(spec.gatewaySocket === null ? { PYNCHY_GATEWAY_SOCKET: "" } : {})
+})
+
+const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+/** Skill names become mount points: only plain names. */
+export const isSafeName = (name: string) => SAFE_NAME.test(name) && name !== "." && name !== ".."

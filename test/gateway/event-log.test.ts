@@ -1,0 +1,37 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Redacted } from "effect"
+import * as Database from "../../src/db/Database.js"
+import { HostStore } from "../../src/db/HostStore.js"
+import * as Stores from "../../src/db/Stores.js"
+import { GatewayBudgets, GatewayConfig } from "../../src/gateway/config.js"
+import { GatewayEventLog } from "../../src/gateway/event-log.js"
+import { Gateway, GatewaySettings } from "../../src/gateway/Gateway.js"
+import { tempDir } from "../support/db.js"
+import { call, chatAnswer, json, provider, scriptedUpstream } from "./support.js"
+
+describe("gateway event log", () => {
+  it.scoped("usage and budget events land in the host's events table, without message content", () =>
+    Effect.gen(function* () {
+      const up = yield* scriptedUpstream((hit, res) => json(res, 200, chatAnswer(hit.body.model)))
+      const db = yield* Layer.build(Layer.provideMerge(Stores.layer, Database.layerMemory))
+      const settings = GatewaySettings.layerFrom({
+        dataDir: tempDir("pynchy-gw-"),
+        providers: [provider({ name: "p", baseUrl: up.url, models: ["m"] })],
+        gateway: GatewayConfig.make({ budgets: GatewayBudgets.make({ dailyTokens: 10 }) })
+      })
+      const stack = GatewayEventLog.layer.pipe(Layer.provideMerge(Gateway.layer), Layer.provide(settings), Layer.provide(Layer.succeedContext(db)))
+      yield* Effect.gen(function* () {
+        const gw = yield* Gateway
+        const { token } = yield* gw.mintToken({ workspace: "main", conversationId: "terminal:a", expiresAt: 3_600_000 })
+        const ask = { model: "m", messages: [{ role: "user", content: "private words" }] }
+        const target = { socketPath: gw.socketPath! }
+        assert.strictEqual((yield* call(target, { path: "/v1/chat/completions", token: Redacted.value(token), body: ask })).status, 200)
+        assert.strictEqual((yield* call(target, { path: "/v1/chat/completions", token: Redacted.value(token), body: ask })).status, 429)
+      }).pipe(Effect.provide(stack))
+      const rows = yield* Effect.flatMap(HostStore, (s) => s.recentEvents(10)).pipe(Effect.provide(db))
+      assert.deepStrictEqual(rows.map((r) => r.type).reverse(), ["gateway.usage", "gateway.budget_exceeded"])
+      assert.deepInclude(rows[1]!.payload as object, { workspace: "main", conversationId: "terminal:a", model: "m", totalTokens: 18 })
+      assert.include((rows[0]!.payload as { message: string }).message, "daily token budget")
+      assert.notInclude(JSON.stringify(rows), "private words")
+    }))
+})
