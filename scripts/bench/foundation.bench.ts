@@ -46,7 +46,7 @@ const perSecond = (count: number, ms: number) => count / (ms / 1000)
 
 // ---- a. inserts ---------------------------------------------------------------------------------
 
-// better-sqlite3 ships no types here (it is @effect/sql-sqlite-node's dependency); this is all we use.
+// better-sqlite3 ships no types; this is all we use.
 interface RawDb {
   pragma(source: string): unknown
   exec(source: string): unknown

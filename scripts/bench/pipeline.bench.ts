@@ -188,7 +188,7 @@ const ingestRun = (dir: string): Promise<IngestRun> => {
   )
 }
 
-// better-sqlite3 ships no types here (it is @effect/sql-sqlite-node's dependency); this is all we use.
+// better-sqlite3 ships no types; this is all we use.
 interface RawStatement {
   run(...params: ReadonlyArray<unknown>): { lastInsertRowid: number | bigint }
   get(...params: ReadonlyArray<unknown>): unknown

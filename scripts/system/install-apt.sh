@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian packages the tests use. Issues that need more add them to PACKAGES.
 set -euo pipefail
-PACKAGES=(bubblewrap tmux)
+PACKAGES=(bubblewrap tmux debootstrap git sqlite3)
 missing=()
 for p in "${PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

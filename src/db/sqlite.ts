@@ -19,7 +19,8 @@ interface BetterDatabase {
 const Sqlite = createRequire(import.meta.url)("better-sqlite3") as new (file: string) => BetterDatabase
 
 /**
- * A SqlClient over one better-sqlite3 connection. It differs from @effect/sql-sqlite-node in one
+ * A SqlClient over one better-sqlite3 connection. It differs from @effect/sql-sqlite-node (which we
+ * do not use) in one
  * way that matters: write transactions start with `BEGIN IMMEDIATE`. A deferred BEGIN that reads
  * and then writes fails at once with SQLITE_BUSY (no busy wait) when another process — `pynchy
  * send`, the MCP server — committed in between; IMMEDIATE takes the write lock first, under
