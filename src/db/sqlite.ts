@@ -19,9 +19,8 @@ interface BetterDatabase {
 const Sqlite = createRequire(import.meta.url)("better-sqlite3") as new (file: string) => BetterDatabase
 
 /**
- * A SqlClient over one better-sqlite3 connection. It differs from @effect/sql-sqlite-node (which we
- * do not use) in one
- * way that matters: write transactions start with `BEGIN IMMEDIATE`. A deferred BEGIN that reads
+ * A SqlClient over one better-sqlite3 connection, in place of @effect/sql-sqlite-node for one
+ * reason that matters: write transactions start with `BEGIN IMMEDIATE`. A deferred BEGIN that reads
  * and then writes fails at once with SQLITE_BUSY (no busy wait) when another process — `pynchy
  * send`, the MCP server — committed in between; IMMEDIATE takes the write lock first, under
  * busy_timeout. Pragmas are set at open: WAL, synchronous=NORMAL, foreign keys, busy_timeout.
