@@ -32,7 +32,7 @@ describe("pynchy CLI (built bundle, real process)", () => {
   it("doctor prints one line per check and exits 0 without a fail", () => {
     const r = runCli(["doctor"], { cwd: tempDir() })
     assert.strictEqual(r.code, 0, r.stderr)
-    for (const name of ["node", "config", "data dir", "sqlite", "bwrap", "tmux"]) assert.match(r.stdout, new RegExp(`^(ok|warn)\\s+${name}`, "m"))
+    for (const name of ["node", "config", "data dir", "sqlite", "sandbox", "llm", "tmux"]) assert.match(r.stdout, new RegExp(`^(ok|warn)\\s+${name}`, "m"))
   })
 
   it("doctor fails on an unwritable data dir", () => {

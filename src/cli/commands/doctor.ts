@@ -34,6 +34,22 @@ const toolCheck = (cmd: string, missing: string, fix: string): Check => {
   return found ? { verdict: "ok", name: cmd, detail: found } : { verdict: "warn", name: cmd, detail: missing, fix }
 }
 
+/** Whether turns run isolated: bwrap must exist and be allowed to make namespaces here. */
+const sandboxCheck = (choice: string): Check => {
+  if (choice === "process") return { verdict: "warn", name: "sandbox", detail: "containerRuntime: process runs agents as plain child processes: NOT isolation", fix: "install bubblewrap and use auto or bwrap" }
+  if (choice !== "auto" && choice !== "bwrap") return { verdict: "ok", name: "sandbox", detail: `containerRuntime: ${choice}` }
+  const found = which("bwrap")
+  if (found === null) {
+    return { verdict: "warn", name: "sandbox", detail: "bwrap not found: agents would run unisolated (process sandbox)", fix: "apt-get install bubblewrap" }
+  }
+  try {
+    execFileSync(found, ["--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"], { stdio: "ignore", timeout: 5_000 })
+    return { verdict: "ok", name: "sandbox", detail: `bwrap (${found}): no network, private namespaces` }
+  } catch {
+    return { verdict: choice === "bwrap" ? "fail" : "warn", name: "sandbox", detail: "bwrap is installed but cannot create namespaces here", fix: "allow unprivileged user namespaces (kernel.unprivileged_userns_clone=1) or run in a VM" }
+  }
+}
+
 /** One line per check: ok, warn or fail, plus how to fix. Exit 1 only on a fail. */
 export const doctor = Command.make("doctor", {}, () =>
   Effect.gen(function* () {
@@ -60,7 +76,13 @@ export const doctor = Command.make("doctor", {}, () =>
           : { verdict: "fail", name: "sqlite", detail: opened.left.message, fix: "check the file's permissions, or move it aside to start afresh" })
       }
     }
-    checks.push(toolCheck("bwrap", "not found: agents would run unisolated (process sandbox)", "apt-get install bubblewrap"))
+    checks.push(sandboxCheck(Either.isRight(loaded) ? loaded.right.config.containerRuntime : "auto"))
+    if (Either.isRight(loaded)) {
+      const providers = loaded.right.config.providers
+      checks.push(providers.length > 0
+        ? { verdict: "ok", name: "llm", detail: providers.map((p) => `${p.name} (${p.kind})`).join(", ") }
+        : { verdict: "warn", name: "llm", detail: "no provider: agents answer with a notice saying how to configure one", fix: "set OPENAI_API_KEY or ANTHROPIC_API_KEY, or add providers: to pynchy.yaml" })
+    }
     checks.push(toolCheck("tmux", "not found: the local tmux runtime example cannot run", "apt-get install tmux"))
     for (const c of checks) {
       yield* Console.log(`${c.verdict.padEnd(4)}  ${c.name.padEnd(8)}  ${c.detail}${c.fix && c.verdict !== "ok" ? `  (fix: ${c.fix})` : ""}`)
