@@ -9,13 +9,18 @@ export interface GatewayClient {
 
 const failureOf = (status: number, body: string): CoreFailed => {
   let code = `gateway_${status}`
+  let message: string | undefined
   try {
-    const parsed = JSON.parse(body) as { error?: { code?: unknown; type?: unknown } }
+    const parsed = JSON.parse(body) as { error?: { code?: unknown; type?: unknown; message?: unknown } }
     const c = parsed.error?.code ?? parsed.error?.type
     if (typeof c === "string" && /^[a-z0-9_]{1,60}$/.test(c)) code = c
+    if (typeof parsed.error?.message === "string") message = parsed.error.message.slice(0, 300)
   } catch {
     // not JSON
   }
+  // A used-up budget is the gateway's own answer (no upstream text): it is what the user is told,
+  // and retrying before the budget resets cannot help.
+  if (code === "budget_exceeded") return new CoreFailed(code, message ?? "the token budget is used up", false)
   const retryable = status === 429 || status >= 500
   return new CoreFailed(code, `the LLM gateway answered ${status}`, retryable)
 }

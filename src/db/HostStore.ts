@@ -21,6 +21,8 @@ export declare namespace HostStore {
     readonly appendEvent: (type: string, payload: unknown) => Effect.Effect<void>
     readonly recentEvents: (limit: number) => Effect.Effect<ReadonlyArray<{ id: number; type: string; payload: unknown; at: number }>>
     readonly tableCounts: Effect.Effect<Record<string, number>>
+    /** Tokens used per workspace since `since` (epoch millis), from the gateway's usage events. */
+    readonly tokensUsedSince: (since: number) => Effect.Effect<ReadonlyArray<{ readonly workspace: string; readonly tokens: number }>>
   }
 }
 
@@ -43,6 +45,10 @@ export class HostStore extends Context.Tag("pynchy/HostStore")<HostStore, HostSt
           Effect.map((rows) => rows.map((r) => ({ ...r, payload: JSON.parse(r.payload) as unknown }))),
           Effect.orDie
         ),
+      tokensUsedSince: (since) =>
+        sql<{ workspace: string; tokens: number }>`SELECT json_extract(payload, '$.workspace') AS workspace,
+            SUM(json_extract(payload, '$.totalTokens')) AS tokens
+          FROM events WHERE type = 'gateway.usage' AND at >= ${since} GROUP BY 1`.pipe(Effect.orDie),
       tableCounts: Effect.forEach(tables, (t) =>
         sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(t)}`.pipe(Effect.map((r) => [t, r[0]?.n ?? 0] as const))
       ).pipe(Effect.map(Object.fromEntries), Effect.orDie)

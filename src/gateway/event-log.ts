@@ -5,7 +5,7 @@
  * Build it right after the Gateway so no event is published before it subscribes.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Queue } from "effect"
+import { Clock, Effect, Layer, Queue } from "effect"
 import { HostStore } from "../db/HostStore.js"
 import type { GatewayEvent } from "./events.js"
 import { Gateway } from "./Gateway.js"
@@ -16,6 +16,10 @@ export const GatewayEventLog = {
       const gateway = yield* Gateway
       const store = yield* HostStore
       const sql = yield* SqlClient.SqlClient
+      // Daily budgets survive a restart: today's recorded usage is the starting point.
+      const now = yield* Clock.currentTimeMillis
+      const midnight = now - (now % 86_400_000)
+      for (const { workspace, tokens } of yield* store.tokensUsedSince(midnight)) yield* gateway.seedUsage(workspace, tokens)
       const events = yield* gateway.subscribe
       const persist = (batch: Iterable<GatewayEvent>) =>
         Effect.forEach(batch, ({ type, ...payload }) => store.appendEvent(type, payload), { discard: true }).pipe(

@@ -33,5 +33,13 @@ describe("gateway event log", () => {
       assert.deepInclude(rows[1]!.payload as object, { workspace: "main", conversationId: "terminal:a", model: "m", totalTokens: 18 })
       assert.include((rows[0]!.payload as { message: string }).message, "daily token budget")
       assert.notInclude(JSON.stringify(rows), "private words")
+
+      // A restarted gateway starts from today's recorded usage: the budget is still used up.
+      yield* Effect.gen(function* () {
+        const gw = yield* Gateway
+        const { token } = yield* gw.mintToken({ workspace: "main", conversationId: "terminal:a", expiresAt: 3_600_000 })
+        const ask = { model: "m", messages: [{ role: "user", content: "again" }] }
+        assert.strictEqual((yield* call({ socketPath: gw.socketPath! }, { path: "/v1/chat/completions", token: Redacted.value(token), body: ask })).status, 429)
+      }).pipe(Effect.provide(stack))
     }))
 })
