@@ -6,6 +6,7 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { Cause, Effect, Layer, Option } from "effect"
+import { HostActions } from "../src/actions/HostActions.js"
 import { delegating } from "../src/agent/DelegatingExecutor.js"
 import * as PluginChannels from "../src/channels/PluginChannels.js"
 import type { HostConfig } from "../src/config/HostConfig.js"
@@ -56,10 +57,12 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   // 6. the LLM gateway (its usage events go to the events table). It starts before the executor,
   // which mints a token per turn; nothing dispatches before step 9, so starting it early is safe.
   const gateway = logged("gateway", GatewayEventLog.layer.pipe(Layer.provideMerge(Gateway.layer), Layer.provideMerge(GatewaySettings.layerHost)))
+  // Outbound deliveries and host actions come before the executor, which offers actions as tools.
+  const outbox = logged("outbox", Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer)))
+  const actions = logged("host actions", HostActions.layer)
   const support = Layer.mergeAll(delegating(parts.executor), parts.rollback, LiveStatus.layer, parts.runtimes)
   // 5. the queue accepts work (dispatch stays closed until step 9)
-  const outbox = Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer))
-  const queue = logged("queue", Layer.provideMerge(TurnQueue.layer, Layer.provideMerge(TurnRunner.layer, outbox)))
+  const queue = logged("queue", Layer.provideMerge(TurnQueue.layer, TurnRunner.layer))
   const pipeline = logged("pipeline", Layer.provideMerge(Layer.merge(Ingest.layer, Recovery.layer), TurnQueue.signalLayer))
   // 4. orphan claims released (needs the liveness of executors; nothing dispatches yet)
   const recovered = logged("recovery: release orphan claims", RecoveredTurns.layer)
@@ -79,6 +82,8 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
     Layer.provideMerge(pipeline),
     Layer.provideMerge(queue),
     Layer.provideMerge(support),
+    Layer.provideMerge(actions),
+    Layer.provideMerge(outbox),
     Layer.provideMerge(gateway),
     Layer.provideMerge(sessions),
     Layer.provideMerge(database),
