@@ -1,21 +1,18 @@
-// Bundles the CLI into dist/pynchy.mjs: one tree-shaken file starts far faster than loading
-// effect's module graph piece by piece. Native and heavy optional packages stay external.
+// Two bundles: dist/pynchy.mjs, the CLI (one tree-shaken file starts far faster than loading
+// effect's module graph piece by piece; native and heavy optional packages stay external), and
+// dist/runner.mjs, the in-sandbox agent runner (self-contained: no node_modules inside the sandbox).
 import { build } from "esbuild"
 
-await build({
-  entryPoints: { pynchy: "layers/cli.ts" },
-  outdir: "dist",
-  outExtension: { ".js": ".mjs" },
-  bundle: true,
-  platform: "node",
-  target: "node20",
-  format: "esm",
-  sourcemap: "linked",
-  logLevel: "warning",
-  external: ["better-sqlite3", "@modelcontextprotocol/sdk", "zod", "@parcel/watcher", "msgpackr-extract"],
-  // ESM output still meets CommonJS dependencies that call require().
-  banner: { js: "import { createRequire as __pynchyRequire } from 'node:module'; const require = __pynchyRequire(import.meta.url);" }
-})
+const common = { outdir: "dist", outExtension: { ".js": ".mjs" }, bundle: true, platform: "node", target: "node20", format: "esm", logLevel: "warning" }
 
-// The in-sandbox agent runner is its own bundle.
-await import("./build-runner.mjs")
+await Promise.all([
+  build({
+    ...common,
+    entryPoints: { pynchy: "layers/cli.ts" },
+    sourcemap: "linked",
+    external: ["better-sqlite3", "@modelcontextprotocol/sdk", "zod", "@parcel/watcher", "msgpackr-extract"],
+    // ESM output still meets CommonJS dependencies that call require().
+    banner: { js: "import { createRequire as __pynchyRequire } from 'node:module'; const require = __pynchyRequire(import.meta.url);" }
+  }),
+  build({ ...common, entryPoints: { runner: "src/agent/runner.ts" }, minify: true, legalComments: "none" })
+])

@@ -8,17 +8,13 @@ import { Effect } from "effect"
 import { AgentSessionRuntimeRegistry } from "../../src/runtimes/agent-session/AgentSessionRuntimeRegistry.js"
 import type { CallOptions, SessionRef } from "../../src/runtimes/agent-session/runtime.js"
 import type { Row } from "./types.js"
+import { median } from "./stats.js"
 
 const CALLS = 20_000
 const WARMUP = 5_000
 const ROUNDS = 5
 const GOAL = "≤ 20 µs"
 
-const median = (xs: ReadonlyArray<number>) => {
-  const s = [...xs].sort((a, b) => a - b)
-  const m = Math.floor(s.length / 2)
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2
-}
 
 const answer = { state: "idle", output: "ok" }
 const plain = async (_ref: SessionRef, _opts: CallOptions) => answer

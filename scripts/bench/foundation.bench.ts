@@ -18,6 +18,7 @@ import * as Stores from "../../src/db/Stores.js"
 import { ConnectionName, ConversationId, WorkspaceId } from "../../src/domain/ids.js"
 import { BIN, cleanEnv } from "../../test/support/cli.js"
 import type { Row } from "./types.js"
+import { median } from "./stats.js"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 const INSERTS = 5_000
@@ -25,11 +26,6 @@ const WARMUP_INSERTS = 500
 const INSERT_ROUNDS = 3
 const START_RUNS = 5
 
-const median = (xs: ReadonlyArray<number>) => {
-  const s = [...xs].sort((a, b) => a - b)
-  const m = Math.floor(s.length / 2)
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2
-}
 
 const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-bench-"))
 

@@ -16,6 +16,7 @@ import type { ProviderConfig } from "../../src/config/schema.js"
 import { GatewayConfig } from "../../src/gateway/config.js"
 import { Gateway, GatewaySettings } from "../../src/gateway/Gateway.js"
 import type { Row } from "./types.js"
+import { median } from "./stats.js"
 
 const SEQUENTIAL = 3_000
 const CONCURRENT = 20_000
@@ -94,7 +95,6 @@ const pct = (xs: Float64Array, p: number) => {
   const s = Float64Array.from(xs).sort()
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!
 }
-const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 const r3 = (x: number) => Math.round(x * 1000) / 1000
 
 const rssMb = () => Math.round((process.memoryUsage().rss / 2 ** 20) * 10) / 10

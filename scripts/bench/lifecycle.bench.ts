@@ -10,6 +10,7 @@ import * as path from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { BIN, cleanEnv } from "../../test/support/cli.js"
 import type { Row } from "./types.js"
+import { median } from "./stats.js"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 const RUNTIMES = 20
@@ -18,11 +19,6 @@ const RUNS = 5
 const SETTLE_MS = 300
 const READY = / ready epoch=/
 
-const median = (xs: ReadonlyArray<number>) => {
-  const s = [...xs].sort((a, b) => a - b)
-  const m = Math.floor(s.length / 2)
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2
-}
 
 const pluginSource = `export default {
   name: "bench-runtimes",

@@ -31,6 +31,7 @@ import { TurnSignal } from "../../src/pipeline/TurnSignal.js"
 import { Workspaces } from "../../src/pipeline/Workspaces.js"
 import { recordingConfig } from "../../test/support/host.js"
 import type { Row } from "./types.js"
+import { median, percentile } from "./stats.js"
 
 const INGEST_N = 50_000
 const INGEST_WARMUP = 2_000
@@ -44,15 +45,6 @@ const RECOVERY_ROUNDS = 3
 
 // ---- helpers --------------------------------------------------------------------------------------
 
-const median = (xs: ReadonlyArray<number>) => {
-  const s = [...xs].sort((a, b) => a - b)
-  const m = Math.floor(s.length / 2)
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2
-}
-const percentile = (xs: ReadonlyArray<number>, p: number) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!
-}
 const perSecond = (count: number, ms: number) => count / (ms / 1000)
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US")
 const progress = (line: string) => process.stderr.write(`  pipeline: ${line}\n`)

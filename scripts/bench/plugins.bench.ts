@@ -14,6 +14,7 @@ import { HostConfig } from "../../src/config/HostConfig.js"
 import { PynchyConfig } from "../../src/config/schema.js"
 import { PluginRegistry } from "../../src/plugins/PluginRegistry.js"
 import { buildRegistry, type Candidate } from "../../src/plugins/registry.js"
+import { median } from "./stats.js"
 import type { Row } from "./types.js"
 
 const PLUGINS = 50
@@ -53,7 +54,6 @@ const writeProject = () => {
   return { root, files }
 }
 
-const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 const host = HostConfig.layerFrom(PynchyConfig.make({})) as Layer.Layer<HostConfig>
 

@@ -22,17 +22,13 @@ import * as Bwrap from "../../src/sandbox/runtimes/bwrap.js"
 import * as Process from "../../src/sandbox/runtimes/process.js"
 import * as SandboxExecutor from "../../src/sandbox/SandboxExecutor.js"
 import type { Row } from "./types.js"
+import { median } from "./stats.js"
 
 const STARTS = 40
 const STARTS_WARMUP = 5
 const TURNS = 30
 const TURNS_WARMUP = 3
 
-const median = (xs: ReadonlyArray<number>) => {
-  const s = [...xs].sort((a, b) => a - b)
-  const m = Math.floor(s.length / 2)
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2
-}
 const progress = (line: string) => process.stderr.write(`  sandbox: ${line}\n`)
 const run = <A, E>(program: Effect.Effect<A, E, Scope.Scope>): Promise<A> =>
   Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(Logger.minimumLogLevel(LogLevel.Error))))

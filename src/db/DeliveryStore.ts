@@ -1,21 +1,9 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
-import { Delivery, DeliveryKind, DeliveryStatus } from "../domain/delivery.js"
+import { Delivery, type DeliveryKind } from "../domain/delivery.js"
 import { ConversationId, DeliveryId, TurnId } from "../domain/ids.js"
 
-const DeliveryRow = Schema.Struct({
-  id: DeliveryId,
-  idempotencyKey: Schema.String,
-  conversationId: ConversationId,
-  turnId: Schema.NullOr(TurnId),
-  kind: DeliveryKind,
-  text: Schema.String,
-  status: DeliveryStatus,
-  attempts: Schema.Int,
-  error: Schema.NullOr(Schema.String),
-  createdAt: Schema.Number,
-  updatedAt: Schema.Number
-})
+const DeliveryRow = Schema.Struct(Delivery.fields)
 const columns = `id, idempotency_key AS idempotencyKey, conversation_id AS conversationId, turn_id AS turnId, kind, text, status,
   attempts, error, created_at AS createdAt, updated_at AS updatedAt`
 

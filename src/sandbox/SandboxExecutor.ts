@@ -26,7 +26,7 @@ import { skillsFor } from "./skills.js"
 
 export declare namespace SandboxExecutor {
   export interface Options {
-    /** The runner bundle; default `<package>/dist/runner.mjs` (scripts/build-runner.mjs). */
+    /** The runner bundle; default `<package>/dist/runner.mjs` (scripts/build.mjs). */
     readonly runnerPath?: string
     /** Container runtimes by name; default: the plugins' `containerRuntime` contributions. */
     readonly runtimes?: ReadonlyArray<SandboxRuntime>

@@ -5,6 +5,7 @@ import * as path from "node:path"
 import { git, readMarker } from "../../src/host/DeployRollback.js"
 import { BIN, cleanEnv, runCli } from "../support/cli.js"
 import { tempDir } from "../support/db.js"
+import { repoWithTwoCommits } from "../support/git.js"
 
 /** A plugin module with one runtime whose close never answers. */
 const hangingClosePlugin = (dir: string) => {
@@ -64,18 +65,7 @@ describe("host process lifecycle (real processes)", () => {
   })
 
   it("pynchy deploy, then a failing start: rolled back to the previous commit, exit 75", async () => {
-    const repo = tempDir("pynchy-repo-")
-    const g = (...args: Array<string>) => git(repo, args)
-    g("init", "--quiet")
-    g("config", "user.email", "t@example.invalid")
-    g("config", "user.name", "t")
-    fs.writeFileSync(path.join(repo, "VERSION"), "1\n")
-    g("add", "VERSION")
-    g("commit", "--quiet", "-m", "v1")
-    const previous = g("rev-parse", "HEAD")
-    fs.writeFileSync(path.join(repo, "VERSION"), "2\n")
-    g("commit", "--quiet", "-am", "v2")
-    const next = g("rev-parse", "HEAD")
+    const { repo, previous, next, run: g } = repoWithTwoCommits()
     g("checkout", "--quiet", "--detach", previous)
 
     const dir = tempDir()

@@ -1,28 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
 import * as fs from "node:fs"
-import * as path from "node:path"
 import { makeTestHost } from "../../layers/test.js"
-import { DeployMarker, DeployRollback, git, markerPath, readMarker, writeMarker } from "../../src/host/DeployRollback.js"
+import { DeployMarker, DeployRollback, markerPath, readMarker, writeMarker } from "../../src/host/DeployRollback.js"
 import { tempDir } from "../support/db.js"
+import { repoWithTwoCommits } from "../support/git.js"
 import { recordingConfig } from "../support/host.js"
-
-/** A real git repository with two commits: the running version and the deployed one. */
-const repoWithTwoCommits = () => {
-  const repo = tempDir("pynchy-deploy-")
-  const run = (...args: Array<string>) => git(repo, args)
-  run("init", "--quiet")
-  run("config", "user.email", "t@example.invalid")
-  run("config", "user.name", "t")
-  fs.writeFileSync(path.join(repo, "VERSION"), "1\n")
-  run("add", "VERSION")
-  run("commit", "--quiet", "-m", "v1")
-  const previous = run("rev-parse", "HEAD")
-  fs.writeFileSync(path.join(repo, "VERSION"), "2\n")
-  run("commit", "--quiet", "-am", "v2")
-  const next = run("rev-parse", "HEAD")
-  return { repo, previous, next, head: () => run("rev-parse", "HEAD") }
-}
 
 const stackWith = (dataDir: string, startFails: boolean) =>
   makeTestHost(recordingConfig(dataDir), {
