@@ -1,5 +1,5 @@
 import { Command, Options } from "@effect/cli"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { HostConfig } from "../../config/HostConfig.js"
 import * as Database from "../../db/Database.js"
 import * as Stores from "../../db/Stores.js"
@@ -9,7 +9,6 @@ import { Workspaces } from "../../pipeline/Workspaces.js"
 import { AgentSessions } from "../../runtimes/agent-session/AgentSessions.js"
 import { AttachmentStore } from "../../runtimes/agent-session/AttachmentStore.js"
 import { layerFromEnv } from "../../runtimes/agent-session/loader.js"
-import { serveStdio } from "../../runtimes/agent-session/mcp-server.js"
 
 const agent = Options.text("agent").pipe(
   Options.withDefault("pynchy"),
@@ -30,7 +29,10 @@ const layerFor = (options: { readonly agent: string; readonly attachments: "dire
 }
 
 /** `pynchy mcp`: an MCP server on stdio over the host database and the agent-session runtimes. */
-export const mcp = Command.make("mcp", { agent, attachments }, () => serveStdio).pipe(
+// The MCP SDK (and zod) load only when this command runs: every other command starts without them.
+export const mcp = Command.make("mcp", { agent, attachments }, () =>
+  Effect.flatMap(Effect.promise(() => import("../../runtimes/agent-session/mcp-server.js")), (m) => m.serveStdio)
+).pipe(
   Command.withDescription(
     "Serve MCP on stdio: list conversations, send messages, read turns and replies, attach conversations to agent sessions, inspect, continue, detach."
   ),

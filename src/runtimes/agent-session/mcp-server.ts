@@ -1,8 +1,5 @@
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { Cause, Effect, Either, Exit, Option, Runtime, Schema } from "effect"
 import * as crypto from "node:crypto"
-import { z } from "zod"
 import { DeliveryStore } from "../../db/DeliveryStore.js"
 import { MessageStore } from "../../db/MessageStore.js"
 import { TurnStore } from "../../db/TurnStore.js"
@@ -29,8 +26,13 @@ const refused = (text: string): ToolResult => ({ content: [{ type: "text", text 
 const conversationIdOf = (raw: string) =>
   Either.mapLeft(Schema.decodeUnknownEither(ConversationId)(raw), (e) => new InvalidInput({ what: "conversationId", problems: problemsOf(e, ["conversationId"]) }))
 
-const conversationId = z.string().min(1).max(512).describe("A conversation id, `<connection>:<place>` (see list_conversations).")
-const timeoutMs = z.number().int().positive().max(600_000).optional().describe("This call's deadline in ms (default 60000).")
+/**
+ * The SDK and zod are imported when a server is made, not when the CLI bundle loads: a static
+ * import of an external package is hoisted to the bundle's top and would load for every command.
+ */
+const loadSdk = Effect.promise(() =>
+  Promise.all([import("@modelcontextprotocol/sdk/server/mcp.js"), import("@modelcontextprotocol/sdk/server/stdio.js"), import("zod")])
+)
 
 /**
  * The MCP tools over the host's stores and the agent-session services. Each tool runs one Effect
@@ -38,6 +40,9 @@ const timeoutMs = z.number().int().positive().max(600_000).optional().describe("
  * `isError` results naming the problem, defects as an opaque internal error (logged).
  */
 export const makeMcpServer = Effect.gen(function* () {
+  const [{ McpServer }, { StdioServerTransport }, { z }] = yield* loadSdk
+  const conversationId = z.string().min(1).max(512).describe("A conversation id, `<connection>:<place>` (see list_conversations).")
+  const timeoutMs = z.number().int().positive().max(600_000).optional().describe("This call's deadline in ms (default 60000).")
   const runtime = yield* Effect.runtime<McpServices>()
   const run = <A, E extends { readonly _tag: string; readonly message: string }>(effect: Effect.Effect<A, E, McpServices>) =>
     Runtime.runPromiseExit(runtime)(effect).then((exit): ToolResult => {
@@ -140,14 +145,14 @@ export const makeMcpServer = Effect.gen(function* () {
     inputSchema: { conversationId }
   }, (args) => withConversation(args.conversationId, (id) => Effect.flatMap(AgentSessions, (s) => s.history(id))))
 
-  return server
+  return { server, transport: () => new StdioServerTransport() }
 })
 
 /** Serves the tools on stdin/stdout until the client goes away (or the fiber is interrupted). */
 export const serveStdio = Effect.gen(function* () {
-  const server = yield* makeMcpServer
+  const { server, transport } = yield* makeMcpServer
   yield* Effect.acquireRelease(
-    Effect.promise(() => server.connect(new StdioServerTransport())),
+    Effect.promise(() => server.connect(transport())),
     () => Effect.promise(() => server.close())
   )
   yield* Effect.logInfo("mcp server ready on stdio")
