@@ -4,9 +4,9 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer } from "effect"
 import { makeCli } from "../src/cli/main.js"
 import * as Logging from "../src/cli/logger.js"
-import { ClientLive, HostLive } from "./default.js"
+import { ClientLive, makeHostLive } from "./default.js"
 
-const cli = makeCli({ host: HostLive, client: ClientLive })
+const cli = makeCli({ makeHost: makeHostLive, client: ClientLive })
 
 cli(process.argv).pipe(
   Effect.provide(Layer.merge(NodeContext.layer, Logging.layer)),

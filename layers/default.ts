@@ -5,7 +5,7 @@ import * as Database from "../src/db/Database.js"
 import { DeployRollback } from "../src/host/DeployRollback.js"
 import * as SandboxExecutor from "../src/sandbox/SandboxExecutor.js"
 import { PluginRegistry } from "../src/plugins/PluginRegistry.js"
-import { ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntimes.js"
+import { ConnectionRuntimeSources, type RuntimeEntry } from "../src/runtimes/ConnectionRuntimes.js"
 import { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
 import { AttachmentStore } from "../src/runtimes/agent-session/AttachmentStore.js"
 import { layerFromEnv } from "../src/runtimes/agent-session/loader.js"
@@ -14,23 +14,27 @@ import { makeClient, makeStack } from "./stack.js"
 /** Deploys are git-managed: a start that fails while `<dataDir>/deploy.json` exists checks out the previous commit. */
 const rollback = Layer.unwrapEffect(Effect.map(HostConfig, ({ dataDir }) => DeployRollback.layerGit(dataDir)))
 
-/** The connection runtimes plugins contributed, in plugin order then contribution order. */
-export const pluginRuntimes = Layer.effect(
-  ConnectionRuntimeSources,
-  Effect.map(PluginRegistry, (r) => r.connectionRuntimes.map((c) => ({ plugin: c.plugin, value: c.value })))
-)
+/**
+ * The host with the connection runtimes plugins contributed (plugin order, then contribution
+ * order) followed by `extra` ones (the terminal chat adds its runtime this way).
+ */
+export const makeHostLive = (extra: ReadonlyArray<RuntimeEntry> = []) =>
+  makeStack({
+    config: HostConfig.layer,
+    plugins: PluginRegistry.layer,
+    database: Database.layer,
+    // bwrap where installed (else a plain process), the agent core chosen per workspace.
+    executor: SandboxExecutor.layer(),
+    runtimes: Layer.effect(
+      ConnectionRuntimeSources,
+      Effect.map(PluginRegistry, (r) => [...r.connectionRuntimes.map((c) => ({ plugin: c.plugin, value: c.value })), ...extra])
+    ),
+    // Runtimes named by PYNCHY_AGENT_SESSION_RUNTIME_MODULES; attachments in the host database.
+    agentSessions: Layer.provideMerge(AgentSessions.layer, Layer.merge(AttachmentStore.layerDatabase, layerFromEnv)),
+    rollback
+  })
 
-export const HostLive = makeStack({
-  config: HostConfig.layer,
-  plugins: PluginRegistry.layer,
-  database: Database.layer,
-  // bwrap where installed (else a plain process), the agent core chosen per workspace.
-  executor: SandboxExecutor.layer(),
-  runtimes: pluginRuntimes,
-  // Runtimes named by PYNCHY_AGENT_SESSION_RUNTIME_MODULES; attachments in the host database.
-  agentSessions: Layer.provideMerge(AgentSessions.layer, Layer.merge(AttachmentStore.layerDatabase, layerFromEnv)),
-  rollback
-})
+export const HostLive = makeHostLive()
 
 /** The database-side client of `pynchy send` and the MCP server. */
 export const ClientLive = makeClient({ config: HostConfig.layer, database: Database.layer })

@@ -6,6 +6,7 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { Cause, Effect, Layer, Option } from "effect"
+import { Approvals } from "../src/actions/Approvals.js"
 import { HostActions } from "../src/actions/HostActions.js"
 import { delegating } from "../src/agent/DelegatingExecutor.js"
 import * as PluginChannels from "../src/channels/PluginChannels.js"
@@ -59,7 +60,7 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const gateway = logged("gateway", GatewayEventLog.layer.pipe(Layer.provideMerge(Gateway.layer), Layer.provideMerge(GatewaySettings.layerHost)))
   // Outbound deliveries and host actions come before the executor, which offers actions as tools.
   const outbox = logged("outbox", Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer)))
-  const actions = logged("host actions", HostActions.layer)
+  const actions = logged("host actions", Layer.provideMerge(HostActions.layer, Approvals.layer))
   const support = Layer.mergeAll(delegating(parts.executor), parts.rollback, LiveStatus.layer, parts.runtimes)
   // 5. the queue accepts work (dispatch stays closed until step 9)
   const queue = logged("queue", Layer.provideMerge(TurnQueue.layer, TurnRunner.layer))

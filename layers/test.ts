@@ -13,7 +13,7 @@ import { ConnectionRuntimeSources, type RuntimeEntry } from "../src/runtimes/Con
 import { makeStack } from "./stack.js"
 import type { AgentExecutor, ExecutorLiveness } from "../src/pipeline/AgentExecutor.js"
 import { tmpdir } from "node:os"
-import { BUILTINS } from "../src/plugins/builtin.js"
+import { BUILTINS, type BuiltinPlugin } from "../src/plugins/builtin.js"
 import { PluginRegistry } from "../src/plugins/PluginRegistry.js"
 
 export interface TestHostOptions {
@@ -23,6 +23,8 @@ export interface TestHostOptions {
   readonly rollback?: Layer.Layer<DeployRollback>
   /** Agent-session runtimes the test registers (default: none). */
   readonly agentSessionRuntimes?: (registry: AgentSessionRuntimeRegistry.Service) => Effect.Effect<unknown, unknown>
+  /** Plugins added to the built-ins (a test's service handlers, channels, runtimes). */
+  readonly plugins?: ReadonlyArray<BuiltinPlugin>
   /** Replaces the scripted executor. */
   readonly executor?: Layer.Layer<AgentExecutor | ExecutorLiveness>
 }
@@ -31,7 +33,10 @@ export const makeTestHost = (config: PynchyConfig, options: TestHostOptions = {}
   makeStack({
     config: HostConfig.layerFrom(config),
     // Only the built-ins: a test host does not scan node_modules for installed plugins.
-    plugins: PluginRegistry.layerWith({ root: tmpdir(), builtins: BUILTINS }),
+    plugins: PluginRegistry.layerWith({
+      root: tmpdir(),
+      builtins: [...BUILTINS, ...(options.plugins ?? [])]
+    }),
     database: options.databaseFile ? Database.layerFile(options.databaseFile) : Database.layerMemory,
     executor: options.executor ?? ScriptedExecutor.layer(options.replyDelay ? { replyDelay: options.replyDelay } : undefined),
     runtimes: Layer.succeed(ConnectionRuntimeSources, options.runtimes ?? []),

@@ -4,11 +4,13 @@
  * same id demands), then passes policy: a per-workspace rate limit, and approval for `high` risk.
  * Every refusal, error and timeout fails closed: the agent gets a refusal, the host keeps running.
  */
-import { Clock, Context, Duration, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import { ConversationId, TurnId } from "../domain/ids.js"
 import type { Workspace } from "../domain/workspace.js"
 import type { ActionSpec, ServiceHandler } from "../plugins/contract.js"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
 import { toolNameOf, type ToolSpec } from "../sandbox/ipc.js"
+import { Approvals } from "./Approvals.js"
 import { validate } from "./validate.js"
 
 export const RefusalCode = Schema.Literal(
@@ -44,6 +46,8 @@ export declare namespace HostActions {
     readonly ratePerMinute?: number
     /** A handler's deadline (default 30 s); a late handler is a refusal. */
     readonly timeout?: Duration.DurationInput
+    /** How long a `high` risk call waits for a human's approval (default 120 s); then it is refused. */
+    readonly approvalTimeout?: Duration.DurationInput
   }
 
   export interface Service {
@@ -63,6 +67,9 @@ const jsonSafe = (value: unknown): unknown => {
   }
 }
 
+const decodeConversation = Schema.decodeUnknownOption(ConversationId)
+const decodeTurn = Schema.decodeUnknownOption(TurnId)
+
 /** Runs a handler however it answers (value, Promise, Effect); any failure becomes `failed`, without its content. */
 const invoke = (handler: ServiceHandler, input: unknown, context: ActionCallContext, failed: () => ActionRefused) =>
   Effect.suspend((): Effect.Effect<unknown, ActionRefused> => {
@@ -79,12 +86,15 @@ export const makeHostActions = (
   specs: ReadonlyArray<ActionSpec>,
   options: HostActions.Options = {}
 ): Effect.Effect<HostActions.Service> =>
-  Effect.sync(() => {
+  Effect.gen(function* () {
+    // Optional: without it (a host that cannot ask anyone) high-risk calls are refused outright.
+    const approvals = yield* Effect.serviceOption(Approvals)
     const byId = new Map(handlers.map((h) => [h.name, h]))
     const byTool = new Map(handlers.map((h) => [toolNameOf(h.name), h]))
     const specOf = new Map(specs.map((s) => [s.id, s]))
     const rate = options.ratePerMinute ?? 30
     const timeout = Duration.decode(options.timeout ?? Duration.seconds(30))
+    const approvalTimeout = Duration.decode(options.approvalTimeout ?? Duration.seconds(120))
     const windows = new Map<string, Array<number>>()
 
     const toolsFor = (workspace: Workspace): ReadonlyArray<ToolSpec> =>
@@ -117,9 +127,24 @@ export const makeHostActions = (
         if (v === undefined || v === null || v === "") problems.push(`input.${field}: evidence required`)
       }
       if (problems.length > 0) return yield* refuse("invalid_input", problems.slice(0, 10).join("; "))
-      // TODO(approval): route the request into the conversation and wait for a human; until then, fail closed.
-      if (handler.risk === "high") return yield* refuse("approval_required", "high-risk actions need human approval, which is not available yet")
+      // Rate first: a call that would be refused anyway does not bother a human.
       if (!admit(workspace.id, yield* Clock.currentTimeMillis)) return yield* refuse("rate_limited", `more than ${rate} calls per minute`)
+      if (handler.risk === "high") {
+        const conversationId = decodeConversation(context.conversationId)
+        if (Option.isNone(approvals) || Option.isNone(conversationId)) {
+          return yield* refuse("approval_required", "high-risk actions need human approval, which this host cannot ask for")
+        }
+        const verdict = yield* approvals.value.request({
+          conversationId: conversationId.value,
+          turnId: Option.getOrNull(decodeTurn(context.turnId)),
+          action: handler.name,
+          input,
+          risk: handler.risk,
+          deadline: approvalTimeout
+        })
+        if (verdict === "denied") return yield* refuse("approval_required", "not approved")
+        if (verdict !== "approved") return yield* refuse("approval_required", "approval timed out")
+      }
       const output = yield* invoke(handler, input, context, () => refuse("action_failed", "the handler failed")).pipe(
         Effect.timeoutFail({ duration: timeout, onTimeout: () => refuse("action_timeout", `no answer within ${Duration.format(timeout)}`) }),
         Effect.catchAllDefect(() => Effect.fail(refuse("action_failed", "the handler crashed")))

@@ -1,6 +1,8 @@
 import { Command } from "@effect/cli"
 import type { Layer } from "effect"
 import { VERSION } from "../version.js"
+import type { RuntimeEntry } from "../runtimes/ConnectionRuntimes.js"
+import { chat } from "./commands/chat.js"
 import { config } from "./commands/config.js"
 import { deploy } from "./commands/deploy.js"
 import { doctor } from "./commands/doctor.js"
@@ -15,8 +17,8 @@ import { status } from "./commands/status.js"
 
 /** What the commands run on; the composition (layers/) decides. */
 export interface Stacks<E, EC> {
-  /** The whole host, held open by `start`. */
-  readonly host: Layer.Layer<never, E>
+  /** The whole host, with extra connection runtimes (the terminal chat's); `start` holds it open. */
+  readonly makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer.Layer<never, E>
   /** Database access and durable ingest without running a host (`send`). */
   readonly client: Layer.Layer<Ingest | MessageStore | HostConfig, EC>
 }
@@ -25,7 +27,7 @@ export const makeCli = <E, EC>(stacks: Stacks<E, EC>) =>
   Command.run(
     Command.make("pynchy").pipe(
       Command.withDescription("A host for a personal AI assistant."),
-      Command.withSubcommands([start(stacks.host), send(stacks.client), status, config, doctor, plugins, deploy, mcp])
+      Command.withSubcommands([start(stacks.makeHost), chat(stacks.makeHost), send(stacks.client), status, config, doctor, plugins, deploy, mcp])
     ),
     { name: "pynchy", version: VERSION }
   )

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { m0002_approvals } from "./migrations/0002_approvals.js"
 
 /**
  * Numbered migrations, applied in order and recorded in `pynchy_migrations`.
@@ -119,5 +120,6 @@ const m0001_initial = Effect.gen(function* () {
 })
 
 export const migrations = {
-  "0001_initial": m0001_initial
+  "0001_initial": m0001_initial,
+  "0002_approvals": m0002_approvals
 } as const

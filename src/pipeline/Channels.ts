@@ -22,14 +22,15 @@ export class Channels extends Context.Tag("pynchy/Channels")<Channels, Channels.
     const hub = yield* PubSub.unbounded<string>()
     return Channels.of({
       get: (name) => byName.get(name),
-      bind: (channel) =>
-        Effect.gen(function* () {
-          byName.set(channel.name, channel)
-          yield* PubSub.publish(hub, channel.name)
-          return Effect.sync(() => {
-            if (byName.get(channel.name) === channel) byName.delete(channel.name)
-          })
-        }),
+      bind: (channel) => {
+        const unbind = Effect.sync(() => {
+          if (byName.get(channel.name) === channel) byName.delete(channel.name)
+        })
+        return Effect.sync(() => byName.set(channel.name, channel)).pipe(
+          Effect.zipRight(PubSub.publish(hub, channel.name)),
+          Effect.as(unbind)
+        )
+      },
       bound: Stream.fromPubSub(hub),
       names: () => [...byName.keys()]
     })

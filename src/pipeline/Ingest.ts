@@ -1,4 +1,5 @@
-import { Context, Effect, Either, Exit, Layer, Schema } from "effect"
+import { Context, Effect, Either, Exit, Layer, Option, Schema } from "effect"
+import { Approvals } from "../actions/Approvals.js"
 import { type IngestRow, MessageStore } from "../db/MessageStore.js"
 import { InvalidInput, type NoRoute } from "../domain/errors.js"
 import { conversationIdOf } from "../domain/ids.js"
@@ -35,6 +36,8 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
     const store = yield* MessageStore
     const workspaces = yield* Workspaces
     const signals = yield* TurnSignal
+    // A reply like `approve k3x9q2` decides a pending human approval of that conversation.
+    const approvals = yield* Effect.serviceOption(Approvals)
 
     // Group commit: whatever is waiting when the writer comes round shares one transaction, and
     // every caller is resumed after that commit. One caller alone commits at once. This is the
@@ -50,6 +53,10 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
           return
         }
         items.forEach((p, i) => p.resume(Exit.succeed(results.value[i]!)))
+        if (Option.isSome(approvals)) {
+          yield* Effect.forEach(items, (p, i) =>
+            results.value[i]!.duplicate ? Effect.void : approvals.value.decide(p.row.conversationId, p.row.text, p.row.sender), { discard: true })
+        }
         const fresh = new Set(results.value.filter((r) => !r.duplicate).map((r) => r.conversationId))
         yield* Effect.forEach(fresh, signals.signal, { discard: true })
       })

@@ -13,7 +13,9 @@ export interface BuiltinPlugin {
 export const BUILTINS: ReadonlyArray<BuiltinPlugin> = [
   { name: "core-channels", load: () => import("./builtin/core-channels.js").then((m) => m.default) },
   { name: "core-skills", load: () => import("./builtin/core-skills/plugin.js").then((m) => m.default) },
+  { name: "matrix", load: () => import("../channels/matrix/plugin.js").then((m) => m.default) },
   { name: "sandbox-runtimes", load: () => import("./builtin/sandbox-runtimes.js").then((m) => m.default) },
   { name: "agent-cores", load: () => import("./builtin/agent-cores.js").then((m) => m.default) },
+  { name: "http", load: () => import("../channels/http/plugin.js").then((m) => m.default) },
   { name: "slack", requires: "@slack/bolt", load: () => import("./builtin/slack.js").then((m) => m.default) }
 ]

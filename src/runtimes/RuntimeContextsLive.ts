@@ -10,6 +10,7 @@ import { Ingest } from "../pipeline/Ingest.js"
 import { Workspaces } from "../pipeline/Workspaces.js"
 import type { ConnectionRuntimeContext, WorkspaceInfo } from "./connection-runtime-contract.js"
 import { RuntimeContexts } from "./ConnectionRuntimes.js"
+import { ContextCallFailed } from "./errors.js"
 
 const info = (w: Workspace): WorkspaceInfo => Schema.encodeSync(Workspace)(w) as unknown as WorkspaceInfo
 const decodeWorkspace = Schema.decodeUnknownEither(Workspace)
@@ -26,7 +27,7 @@ export const layer = Layer.effect(
     // after line over a backlog would otherwise run on microtasks alone and starve every timer
     // and socket of the host (readiness checks, deadlines) until the backlog is drained.
     const run = <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Ingest | MessageStore | WorkspaceStore | Channels | Workspaces | HostConfig>) =>
-      Runtime.runPromise(runtime)(effect.pipe(Effect.mapError((e) => new Error(e.message)))).then(
+      Runtime.runPromise(runtime)(effect.pipe(Effect.mapError((e) => new ContextCallFailed({ reason: e.message })))).then(
         (a) => new Promise<A>((resolve) => setImmediate(() => resolve(a))),
         (e: unknown) => new Promise<never>((_, reject) => setImmediate(() => reject(e)))
       )

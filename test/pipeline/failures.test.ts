@@ -51,7 +51,7 @@ describe("pipeline failures", () => {
       let calls = 0
       const rejecting: Channel = { name: "test", idempotentResends: false, send: async () => { calls++; throw new Error("platform says no") } }
       // Bound after the plugin channel: it replaces it for this connection.
-      yield* Effect.flatMap(Channels, (c) => c.bind(rejecting)).pipe(Effect.provide(ctx))
+      yield* Effect.flatMap(Channels, (c) => c.bind(rejecting)).pipe(Effect.asVoid, Effect.provide(ctx))
       const { ingest } = yield* Effect.provide(Ingest, ctx)
       yield* ingest(msg("1", "hi"))
       const settled = yield* awaitSettled(conv, 2).pipe(Effect.provide(ctx))
@@ -82,7 +82,7 @@ describe("pipeline failures", () => {
       assert.deepStrictEqual((yield* store.byConversation(lateConv, 10)).map((d) => d.status), ["pending"])
       const sent: Array<string> = []
       const channels = yield* Effect.provide(Channels, ctx)
-      yield* channels.bind({ name: "late", idempotentResends: true, send: async (d) => void sent.push(d.text) })
+      yield* Effect.asVoid(channels.bind({ name: "late", idempotentResends: true, send: async (d) => void sent.push(d.text) }))
       yield* awaitSettled(lateConv, 1).pipe(Effect.provide(ctx))
       assert.deepStrictEqual(sent, ["echo: later"])
     }))

@@ -2,6 +2,8 @@ import { Command } from "@effect/cli"
 import { Console, Effect, Layer, Option } from "effect"
 import { HostConfig } from "../../config/HostConfig.js"
 import { ROLLBACK_EXIT_CODE } from "../../host/DeployRollback.js"
+import type { RuntimeEntry } from "../../runtimes/ConnectionRuntimes.js"
+import { embeddedChat } from "./chat.js"
 
 /**
  * The first SIGINT/SIGTERM starts the orderly shutdown (runMain interrupts, layers close in
@@ -26,13 +28,19 @@ const guardShutdown = (deadlineMs: number) =>
     process.on("SIGTERM", onSignal)
   })
 
-/** Runs a host stack until SIGINT/SIGTERM. A start rolled back during a deploy exits 75. */
-export const start = <E>(host: Layer.Layer<never, E>) =>
+/**
+ * Runs a host stack until SIGINT/SIGTERM. With no config file in an interactive terminal it opens
+ * the chat in that terminal (headless otherwise). A start rolled back during a deploy exits 75.
+ */
+export const start = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer.Layer<never, E>) =>
   Command.make("start", {}, () =>
     Effect.gen(function* () {
       const config = yield* Effect.option(HostConfig.load)
+      if (Option.isSome(config) && Option.isNone(config.value.file) && process.stdin.isTTY && process.stdout.isTTY) {
+        return yield* embeddedChat(makeHost, "default")
+      }
       yield* guardShutdown(Option.match(config, { onNone: () => 15_000, onSome: (c) => c.config.limits.shutdownTimeoutMs }))
-      return yield* Layer.launch(host)
+      return yield* Layer.launch(makeHost([]))
     }).pipe(
       Effect.catchIf(
         (e): e is E & { _tag: "StartupRolledBack"; message: string } => typeof e === "object" && e !== null && "_tag" in e && e._tag === "StartupRolledBack",

@@ -1,0 +1,108 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Context, Effect, Layer, Schema } from "effect"
+import type { Option } from "effect"
+import { ConversationId, TurnId } from "../domain/ids.js"
+
+export const ApprovalStatus = Schema.Literal("pending", "approved", "denied", "expired")
+export type ApprovalStatus = typeof ApprovalStatus.Type
+
+/** One approval request: what was asked (action + input digest, never the input) and what became of it. */
+export const Approval = Schema.Struct({
+  /** The short code the human types: 6 of [a-z0-9]. */
+  id: Schema.String,
+  conversationId: ConversationId,
+  turnId: Schema.NullOr(TurnId),
+  action: Schema.String,
+  inputDigest: Schema.String,
+  status: ApprovalStatus,
+  createdAt: Schema.Number,
+  expiresAt: Schema.Number,
+  decidedAt: Schema.NullOr(Schema.Number),
+  decidedBy: Schema.NullOr(Schema.String)
+})
+export type Approval = typeof Approval.Type
+
+const columns = `id, conversation_id AS conversationId, turn_id AS turnId, action, input_digest AS inputDigest, status,
+  created_at AS createdAt, expires_at AS expiresAt, decided_at AS decidedAt, decided_by AS decidedBy`
+
+export interface NewApproval {
+  readonly id: string
+  readonly conversationId: ConversationId
+  readonly turnId: TurnId | null
+  readonly action: string
+  readonly inputDigest: string
+  readonly createdAt: number
+  readonly expiresAt: number
+}
+
+export declare namespace ApprovalStore {
+  /** Approval rows. Status moves only out of `pending`, once. */
+  export interface Service {
+    /** Inserts a pending row; false when its code or its (turn, action, digest) is already taken. */
+    readonly insert: (approval: NewApproval) => Effect.Effect<boolean>
+    readonly get: (id: string) => Effect.Effect<Option.Option<Approval>>
+    /** The request of a turn for an action with this input digest, whatever its status. */
+    readonly find: (turnId: TurnId, action: string, inputDigest: string) => Effect.Effect<Option.Option<Approval>>
+    /**
+     * pending → approved | denied, only for a row of this conversation that has not expired by
+     * `now`; the decided row, or none when nothing matched.
+     */
+    readonly decide: (
+      id: string,
+      conversationId: ConversationId,
+      status: "approved" | "denied",
+      decidedBy: string,
+      now: number
+    ) => Effect.Effect<Option.Option<Approval>>
+    /** pending → expired; returns the row as it ends (a decision that came first stands). */
+    readonly expire: (id: string, now: number) => Effect.Effect<Option.Option<Approval>>
+  }
+}
+
+export class ApprovalStore extends Context.Tag("pynchy/ApprovalStore")<ApprovalStore, ApprovalStore.Service>() {
+  static readonly make = Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const byId = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Approval,
+      execute: (id) => sql`SELECT ${sql.literal(columns)} FROM approvals WHERE id = ${id}`
+    })
+    const byRequest = SqlSchema.findOne({
+      Request: Schema.Struct({ turnId: TurnId, action: Schema.String, inputDigest: Schema.String }),
+      Result: Approval,
+      execute: ({ action, inputDigest, turnId }) =>
+        sql`SELECT ${sql.literal(columns)} FROM approvals WHERE turn_id = ${turnId} AND action = ${action} AND input_digest = ${inputDigest}`
+    })
+    const decideRow = SqlSchema.findOne({
+      Request: Schema.Struct({
+        id: Schema.String,
+        conversationId: ConversationId,
+        status: Schema.Literal("approved", "denied"),
+        decidedBy: Schema.String,
+        now: Schema.Number
+      }),
+      Result: Approval,
+      execute: ({ conversationId, decidedBy, id, now, status }) =>
+        sql`UPDATE approvals SET status = ${status}, decided_at = ${now}, decided_by = ${decidedBy}
+          WHERE id = ${id} AND conversation_id = ${conversationId} AND status = 'pending' AND expires_at > ${now}
+          RETURNING ${sql.literal(columns)}`
+    })
+
+    return ApprovalStore.of({
+      insert: (a) =>
+        sql<{ id: string }>`INSERT INTO approvals (id, conversation_id, turn_id, action, input_digest, status, created_at, expires_at)
+          VALUES (${a.id}, ${a.conversationId}, ${a.turnId}, ${a.action}, ${a.inputDigest}, 'pending', ${a.createdAt}, ${a.expiresAt})
+          ON CONFLICT DO NOTHING RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
+      get: (id) => Effect.orDie(byId(id)),
+      find: (turnId, action, inputDigest) => Effect.orDie(byRequest({ turnId, action, inputDigest })),
+      decide: (id, conversationId, status, decidedBy, now) => Effect.orDie(decideRow({ id, conversationId, status, decidedBy, now })),
+      expire: (id, now) =>
+        sql`UPDATE approvals SET status = 'expired', decided_at = ${now} WHERE id = ${id} AND status = 'pending'`.pipe(
+          Effect.zipRight(byId(id)),
+          Effect.orDie
+        )
+    })
+  })
+
+  static readonly layer = Layer.effect(ApprovalStore, ApprovalStore.make)
+}

@@ -1,0 +1,180 @@
+/**
+ * Human approval of high-risk host actions. A request becomes a pending row and a notice in the
+ * conversation ("Reply `approve <code>` or `deny <code>`"); the caller waits under a deadline for
+ * `decide` (this process) or the row (another process). Past the deadline the row expires and the
+ * answer is no. The row, keyed by (turn, action, input digest), is what survives a restart: the
+ * same turn asking the same thing again finds the decision, or waits for the rest of its deadline.
+ */
+import { Clock, Context, Deferred, Duration, Effect, Layer, Option } from "effect"
+import { createHash, randomInt } from "node:crypto"
+import type { ConversationId, TurnId } from "../domain/ids.js"
+import { Outbox } from "../pipeline/Outbox.js"
+import type { RiskTier } from "../plugins/contract.js"
+import { type Approval, ApprovalStore } from "./ApprovalStore.js"
+
+/** How a request ended: only `approved` lets the action run. */
+export type ApprovalVerdict = "approved" | "denied" | "expired"
+
+const CODE_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+const REPLY = /^\s*(approve|deny)\s+([a-z0-9]{6})\s*$/i
+// Longest text REPLY can match without absurd padding: a quick no before the regex runs.
+const MAX_REPLY = 64
+const POLL = Duration.seconds(1)
+
+const canonical = (v: unknown): unknown =>
+  Array.isArray(v)
+    ? v.map(canonical)
+    : v !== null && typeof v === "object"
+    ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]))
+    : v
+
+/** sha256 of the input's canonical JSON (keys sorted): the input itself is never stored or shown. */
+export const inputDigest = (input: unknown): string =>
+  createHash("sha256").update(JSON.stringify(canonical(input)) ?? "null").digest("hex")
+
+const newCode = Effect.sync(() => Array.from({ length: 6 }, () => CODE_ALPHABET[randomInt(CODE_ALPHABET.length)]).join(""))
+
+const decideCode = Effect.fn("Approvals.decide")(function* (conversationId: ConversationId, status: "approved" | "denied", code: string, decidedBy: string) {
+  const store = yield* ApprovalStore
+  const row = yield* store.decide(code, conversationId, status, decidedBy, yield* Clock.currentTimeMillis)
+  if (Option.isNone(row)) return Option.none<Approvals.Decision>()
+  yield* Effect.logInfo("approval decided").pipe(Effect.annotateLogs({ action: row.value.action, code, status }))
+  return Option.some<Approvals.Decision>({ code, status })
+})
+
+/**
+ * `decide` without a waiter to wake: for a process that only writes (a CLI client ingesting a
+ * reply); the host waiting on the request sees the row at its next re-check.
+ */
+export const decideReply = (conversationId: ConversationId, text: string, decidedBy: string): Effect.Effect<Option.Option<Approvals.Decision>, never, ApprovalStore> => {
+  const match = text.length <= MAX_REPLY ? REPLY.exec(text) : null
+  if (match === null) return Effect.succeedNone
+  return decideCode(conversationId, match[1]!.toLowerCase() === "approve" ? "approved" : "denied", match[2]!.toLowerCase(), decidedBy)
+}
+
+export declare namespace Approvals {
+  export interface Request {
+    readonly conversationId: ConversationId
+    /** The asking turn; null never matches an earlier request. */
+    readonly turnId: TurnId | null
+    readonly action: string
+    readonly input: unknown
+    readonly risk: RiskTier
+    /** How long a new request waits for a human. */
+    readonly deadline: Duration.DurationInput
+  }
+
+  export interface Decision {
+    readonly code: string
+    readonly status: "approved" | "denied"
+  }
+
+  export interface Service {
+    /**
+     * Asks the conversation's humans and waits. An earlier request of the same turn, action and
+     * input answers from its row (approved, denied, expired) or is waited for until its own
+     * deadline. Fails closed: anything but a human's approval in time is not `approved`.
+     */
+    readonly request: (request: Request) => Effect.Effect<ApprovalVerdict>
+    /**
+     * Applies an inbound message that reads `approve <code>` or `deny <code>` to a pending request
+     * of the same conversation; none for any other text (checked without touching the database),
+     * an unknown code, another conversation's code, or a request already decided or expired.
+     */
+    readonly decide: (conversationId: ConversationId, text: string, decidedBy: string) => Effect.Effect<Option.Option<Decision>>
+  }
+}
+
+export class Approvals extends Context.Tag("pynchy/Approvals")<Approvals, Approvals.Service>() {
+  static readonly make = Effect.gen(function* () {
+    const store = yield* ApprovalStore
+    const outbox = yield* Outbox
+    const waiters = new Map<string, Deferred.Deferred<ApprovalVerdict>>()
+
+    const waiterOf = (code: string) =>
+      Effect.gen(function* () {
+        const known = waiters.get(code)
+        if (known !== undefined) return known
+        const created = yield* Deferred.make<ApprovalVerdict>()
+        waiters.set(code, created)
+        return created
+      })
+
+    const verdictOf = (row: Option.Option<Approval>): ApprovalVerdict =>
+      Option.isSome(row) && row.value.status !== "pending" ? row.value.status : "expired"
+
+    /** The request's row: the earlier one of this turn, or a new pending one under a fresh code. */
+    const open = (request: Approvals.Request, digest: string, now: number) =>
+      Effect.gen(function* () {
+        const earlier = (turnId: TurnId | null) => (turnId === null ? Effect.succeedNone : store.find(turnId, request.action, digest))
+        const found = yield* earlier(request.turnId)
+        if (Option.isSome(found)) return found.value
+        // Retry only a code collision; a concurrent twin of this request is found by `earlier`.
+        for (let attempt = 0; attempt < 8; attempt++) {
+          const fresh = {
+            id: yield* newCode,
+            conversationId: request.conversationId,
+            turnId: request.turnId,
+            action: request.action,
+            inputDigest: digest,
+            createdAt: now,
+            expiresAt: now + Duration.toMillis(request.deadline)
+          }
+          if (yield* store.insert(fresh)) {
+            yield* Effect.logInfo("approval requested").pipe(Effect.annotateLogs({ action: request.action, code: fresh.id, conversation: request.conversationId }))
+            return { ...fresh, status: "pending" as const, decidedAt: null, decidedBy: null }
+          }
+          const twin = yield* earlier(request.turnId)
+          if (Option.isSome(twin)) return twin.value
+        }
+        return yield* Effect.dieMessage("approvals: no free approval code after 8 attempts")
+      })
+
+    const polled = (code: string): Effect.Effect<ApprovalVerdict> =>
+      Effect.sleep(POLL).pipe(
+        Effect.zipRight(store.get(code)),
+        Effect.flatMap((row) => (Option.isSome(row) && row.value.status !== "pending" ? Effect.succeed(row.value.status) : polled(code)))
+      )
+
+    const request = Effect.fn("Approvals.request")(function* (request: Approvals.Request) {
+      const digest = inputDigest(request.input)
+      const now = yield* Clock.currentTimeMillis
+      const row = yield* open(request, digest, now)
+      if (row.status !== "pending") return row.status
+      const remaining = row.expiresAt - now
+      if (remaining > 0) {
+        // The waiter exists before anyone is told the code, so a quick answer is not missed.
+        const waiter = yield* waiterOf(row.id)
+        // Recorded for a found pending row too: the key dedupes, and a crash between the insert
+        // and this call would otherwise leave a request nobody was told about.
+        const notice = outbox.record(row.conversationId, row.turnId, [{
+          idempotencyKey: `approval:${row.id}`,
+          kind: "notice",
+          text: `Approval needed: the assistant wants to run \`${row.action}\` (risk: ${request.risk}). ` +
+            `Reply \`approve ${row.id}\` or \`deny ${row.id}\` within ${Math.ceil(remaining / 1000)} s.`
+        }])
+        const decided = yield* notice.pipe(
+          Effect.zipRight(Effect.race(Deferred.await(waiter), polled(row.id))),
+          Effect.timeoutTo({ duration: Duration.millis(remaining), onSuccess: Option.some, onTimeout: Option.none }),
+          Effect.ensuring(Effect.sync(() => waiters.delete(row.id)))
+        )
+        if (Option.isSome(decided)) return decided.value
+      }
+      const ended = yield* store.expire(row.id, yield* Clock.currentTimeMillis)
+      const verdict = verdictOf(ended)
+      yield* Effect.logInfo("approval ended").pipe(Effect.annotateLogs({ action: row.action, code: row.id, verdict }))
+      return verdict
+    })
+
+    const decide: Approvals.Service["decide"] = (conversationId, text, decidedBy) =>
+      Effect.tap(decideReply(conversationId, text, decidedBy), (decided) => {
+        const waiter = Option.isSome(decided) ? waiters.get(decided.value.code) : undefined
+        return waiter === undefined || Option.isNone(decided) ? Effect.void : Deferred.succeed(waiter, decided.value.status)
+      }).pipe(Effect.provideService(ApprovalStore, store))
+
+    return Approvals.of({ request, decide })
+  })
+
+  /** Needs Outbox and SqlClient (with migration 0002_approvals applied). */
+  static readonly layer = Layer.effect(Approvals, Approvals.make).pipe(Layer.provide(ApprovalStore.layer))
+}

@@ -1,0 +1,24 @@
+import * as path from "node:path"
+import type { ConnectionRuntime } from "../../runtimes/connection-runtime-contract.js"
+import { definePlugin } from "../../plugins/contract.js"
+import { makeHttpRuntime } from "./HttpRuntime.js"
+import { decodeHttpSettings } from "./settings.js"
+
+/**
+ * The built-in HTTP API: one connection runtime per `kind: http` connection that has an enabled
+ * route. Bad settings throw (the registry reports a plugin fault naming the fields).
+ */
+export default definePlugin({
+  name: "http",
+  description: "HTTP API on loopback: post messages, read and stream replies (bearer tokens, stored hashed)",
+  connectionRuntime: ({ config }) => {
+    const runtimes: Array<ConnectionRuntime> = []
+    for (const [name, raw] of Object.entries(config.connections)) {
+      if (raw.kind !== "http") continue
+      const settings = decodeHttpSettings(name, raw)
+      if (!config.routes.some((r) => r.enabled && r.connection === name)) continue
+      runtimes.push(makeHttpRuntime({ name, settings, dataDir: path.resolve(config.dataDir) }))
+    }
+    return runtimes
+  }
+})

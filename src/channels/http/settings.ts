@@ -1,0 +1,47 @@
+/**
+ * The settings of a `kind: http` connection: where the API listens (loopback only) and the
+ * bearer tokens it accepts, stored as SHA-256 hex digests (inline or one per line in a file).
+ */
+import { Either, Schema } from "effect"
+import { createHash } from "node:crypto"
+import { problemsOf } from "../../domain/problems.js"
+
+const TokenHash = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "must be the SHA-256 hex digest of a token (64 lowercase hex digits)" }))
+
+export const HttpSettings = Schema.Struct({
+  kind: Schema.Literal("http"),
+  /** 0 picks a free port (tests). */
+  port: Schema.Int.pipe(Schema.between(0, 65_535)),
+  host: Schema.optionalWith(Schema.Literal("127.0.0.1", "::1", "localhost"), { default: () => "127.0.0.1" as const }),
+  tokens: Schema.optionalWith(Schema.Array(TokenHash), { default: () => [] }),
+  /** A file (relative to dataDir) with one SHA-256 hex digest per line. */
+  tokensFile: Schema.optional(Schema.NonEmptyString),
+  maxBodyBytes: Schema.optionalWith(Schema.Int.pipe(Schema.between(1_024, 10_000_000)), { default: () => 262_144 }),
+  /** Replies kept in memory per conversation for `replies` and `stream`. */
+  keepReplies: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100_000)), { default: () => 1_000 })
+})
+export type HttpSettings = typeof HttpSettings.Type
+
+const decode = Schema.decodeUnknownEither(HttpSettings)
+
+/** Decodes one connection's settings; throws an Error naming every bad field path. */
+export const decodeHttpSettings = (name: string, input: unknown): HttpSettings => {
+  const decoded = decode(input, { errors: "all" })
+  if (Either.isLeft(decoded)) {
+    throw new Error(`connections.${name}: ${problemsOf(decoded.left).map((p) => `${p.path}: ${p.reason.replace(/,?\s*actual [\s\S]*$/, "")}`).join("; ")}`)
+  }
+  if (decoded.right.tokens.length === 0 && decoded.right.tokensFile === undefined) {
+    throw new Error(`connections.${name}.tokens: give at least one token hash (tokens or tokensFile)`)
+  }
+  return decoded.right
+}
+
+/** What goes into `tokens:` for a token: `node -e 'console.log(require("crypto").createHash("sha256").update(TOKEN).digest("hex"))'`. */
+export const hashToken = (token: string): string => createHash("sha256").update(token, "utf8").digest("hex")
+
+/** Parses a tokens file: one digest per line; blank lines and `#` comments are ignored. */
+export const parseTokensFile = (name: string, content: string): Array<string> =>
+  content.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l, i) => {
+    if (!/^[0-9a-f]{64}$/.test(l)) throw new Error(`connections.${name}.tokensFile: entry ${i + 1} is not a SHA-256 hex digest`)
+    return l
+  })

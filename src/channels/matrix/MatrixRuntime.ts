@@ -1,0 +1,220 @@
+/**
+ * The Matrix connection runtime: one per named `kind: matrix` connection with an enabled route.
+ *
+ * - A /sync long-poll loop. Its `since` token is the durable cursor (stream `sync`), advanced in
+ *   the ingest transaction of the last message of a sync; a sync without messages only moves the
+ *   in-memory token, so after a restart at most those empty syncs are replayed (harmless).
+ * - Message events of routed rooms (not the bot's own) are ingested one by one; the receipt
+ *   (connection, event id) deduplicates a replayed sync. A limited timeline is backfilled through
+ *   /messages down to the previous token, so a long outage loses nothing.
+ * - Replies go out with `PUT .../send/m.room.message/{txnId}`, the txn id derived from the
+ *   delivery's idempotency key: a resend after a crash is deduplicated by the homeserver.
+ * - isReady is true after a successful sync and false from a failed one until the next success.
+ *
+ * The first start of a connection (no cursor yet) begins from "now": history is not answered.
+ */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import { Duration, Effect, Either, Fiber, ManagedRuntime, Schedule, Schema } from "effect"
+import { createHash } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import type { Channel, OutboundDelivery } from "../../pipeline/channel-contract.js"
+import type { ConnectionRuntime, ConnectionRuntimeContext, IngestMessageInput } from "../../runtimes/connection-runtime-contract.js"
+import * as MatrixApi from "./MatrixApi.js"
+import type { MatrixSettings } from "./settings.js"
+
+export class MatrixRuntimeError extends Schema.TaggedError<MatrixRuntimeError>()("MatrixRuntimeError", {
+  connection: Schema.String,
+  operation: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `matrix connection '${this.connection}': ${this.operation}: ${this.reason}`
+  }
+}
+
+export const SYNC_STREAM = "sync"
+const TEXT_TYPES = new Set(["m.text", "m.emote"])
+const MAX_BACKFILL_PAGES = 50
+
+/** The homeserver's transaction id for a delivery: stable across resends and restarts. */
+export const txnIdOf = (delivery: Pick<OutboundDelivery, "conversationId" | "idempotencyKey">): string =>
+  "pynchy." + createHash("sha256").update(`${delivery.conversationId}\u0000${delivery.idempotencyKey}`).digest("base64url").slice(0, 32)
+
+const localpartOf = (userId: string) => userId.slice(1, userId.indexOf(":"))
+
+const readSecret = (connection: string, field: string, file: string, dataDir: string) =>
+  Effect.tryPromise({
+    try: () => fs.readFile(path.resolve(dataDir, file), "utf8"),
+    catch: () => new MatrixRuntimeError({ connection, operation: "start", reason: `connections.${connection}.${field}: cannot read the file` })
+  }).pipe(Effect.map((s) => s.trim()))
+
+export interface MatrixRuntimeOptions {
+  readonly name: string
+  readonly settings: MatrixSettings
+  /** Credential files are relative to it. */
+  readonly dataDir: string
+}
+
+export const makeMatrixRuntime = (options: MatrixRuntimeOptions): ConnectionRuntime => {
+  const { name, settings } = options
+  let runtime: ManagedRuntime.ManagedRuntime<import("@effect/platform").HttpClient.HttpClient, never> | undefined
+  let loop: Fiber.RuntimeFiber<unknown, unknown> | undefined
+  let ready = false
+  let closed = false
+  const fail = (operation: string) => (e: unknown) =>
+    new MatrixRuntimeError({ connection: name, operation, reason: e instanceof Error || e instanceof MatrixApi.MatrixApiError ? e.message : "failed" })
+
+  const authenticate = (api: MatrixApi.MatrixApi) =>
+    Effect.gen(function* () {
+      if (settings.accessToken !== undefined || settings.accessTokenFile !== undefined) {
+        const token = settings.accessToken ?? (yield* readSecret(name, "accessTokenFile", settings.accessTokenFile!, options.dataDir))
+        const userId = yield* api.whoami(token).pipe(Effect.mapError(fail("whoami")))
+        return { token, userId }
+      }
+      const password = settings.password ?? (yield* readSecret(name, "passwordFile", settings.passwordFile!, options.dataDir))
+      const deviceId = settings.deviceId ?? `PYNCHY_${name.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 50)}`
+      const login = yield* api.login(localpartOf(settings.userId), password, deviceId).pipe(Effect.mapError(fail("login")))
+      return { token: login.access_token, userId: login.user_id }
+    })
+
+  const start = (context: ConnectionRuntimeContext) =>
+    Effect.gen(function* () {
+      const api = yield* MatrixApi.make(settings.homeserver)
+      const { token, userId } = yield* authenticate(api)
+      if (userId !== settings.userId) {
+        return yield* new MatrixRuntimeError({ connection: name, operation: "start", reason: `connections.${name}.userId: the credential belongs to another account` })
+      }
+      const routes = context.routes(name)
+      const routed = (roomId: string) => routes.some((r) => r.place === "*" || r.place === roomId)
+      const stored = yield* Effect.tryPromise({ try: () => context.getCursor(name, SYNC_STREAM), catch: fail("cursor") })
+      let since = stored?.position
+      let order = stored?.order ?? 0
+      // The first sync of a start returns at once, so readiness does not wait out a long-poll.
+      let polling = false
+
+      const send = (delivery: OutboundDelivery) =>
+        api.send(token, delivery.place, txnIdOf(delivery), { msgtype: delivery.kind === "notice" ? "m.notice" : "m.text", body: delivery.text }).pipe(
+          // Transient failures are retried here (the txn id makes it safe), within the outbox's call deadline.
+          Effect.retry({
+            schedule: Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")), Schedule.upTo("20 seconds")),
+            while: (e) => !e.permanent
+          }),
+          Effect.mapError(fail("send"))
+        )
+      const channel: Channel = {
+        name,
+        idempotentResends: true,
+        send: (delivery) =>
+          closed || runtime === undefined ? Promise.reject(new Error(`matrix connection '${name}' is closed`)) : runtime.runPromise(send(delivery)).then(() => undefined)
+      }
+      context.channels.bind(channel)
+
+      /** Every text message of a routed room in one sync, oldest first, with limited timelines backfilled. */
+      const messagesOf = (res: MatrixApi.SyncResponse) =>
+        Effect.gen(function* () {
+          const out: Array<{ roomId: string; event: MatrixApi.RoomEvent }> = []
+          for (const [roomId, joined] of Object.entries(res.rooms?.join ?? {})) {
+            if (!routed(roomId)) continue
+            let events: ReadonlyArray<MatrixApi.RoomEvent> = joined.timeline?.events ?? []
+            const gap = joined.timeline?.limited === true && joined.timeline.prev_batch !== undefined && since !== undefined
+            if (gap) events = [...(yield* backfill(roomId, joined.timeline!.prev_batch!, since!)), ...events]
+            const seen = new Set<string>()
+            for (const event of events) {
+              if (seen.has(event.event_id)) continue
+              seen.add(event.event_id)
+              const body = event.content?.["body"]
+              const msgtype = event.content?.["msgtype"]
+              if (event.type !== "m.room.message" || typeof body !== "string" || typeof msgtype !== "string" || !TEXT_TYPES.has(msgtype)) continue
+              if (event.sender === userId) continue
+              // An edit repeats the message with a "* " body: the original was answered already.
+              const relation = event.content?.["m.relates_to"] as { rel_type?: unknown } | undefined
+              if (relation?.rel_type === "m.replace") continue
+              out.push({ roomId, event })
+            }
+          }
+          return out
+        })
+
+      const backfill = (roomId: string, from: string, to: string) =>
+        Effect.gen(function* () {
+          const older: Array<MatrixApi.RoomEvent> = []
+          let at = from
+          for (let page = 0; page < MAX_BACKFILL_PAGES; page++) {
+            const r = yield* api.messagesBack(token, roomId, at, to)
+            older.push(...r.chunk)
+            if (r.chunk.length === 0 || r.end === undefined || r.end === at) break
+            at = r.end
+          }
+          return older.reverse()
+        })
+
+      const joinInvites = (res: MatrixApi.SyncResponse) =>
+        Effect.forEach(Object.keys(res.rooms?.invite ?? {}).filter(routed), (roomId) =>
+          // A refused join (403, 404) will not get better; anything else fails the sync step and is retried.
+          api.join(token, roomId).pipe(Effect.catchIf((e) => e.permanent, () => Effect.void)), { discard: true })
+
+      const ingest = (input: IngestMessageInput) =>
+        Effect.tryPromise({ try: () => context.ingestMessage(input), catch: fail("ingest") })
+
+      const step = Effect.gen(function* () {
+        const first = since === undefined
+        const res = yield* api.sync(token, since, polling ? Duration.millis(settings.syncTimeoutMs) : Duration.zero, MatrixApi.SYNC_FILTER)
+        yield* joinInvites(res)
+        if (!first) {
+          const messages = yield* messagesOf(res)
+          order += 1
+          for (let i = 0; i < messages.length; i++) {
+            const { roomId, event } = messages[i]!
+            yield* ingest({
+              connection: name,
+              place: roomId,
+              providerEventId: event.event_id,
+              sender: event.sender,
+              text: event.content!["body"] as string,
+              metadata: { msgtype: event.content!["msgtype"], ...(event.origin_server_ts !== undefined ? { originServerTs: event.origin_server_ts } : {}) },
+              ...(i === messages.length - 1 ? { cursor: { stream: SYNC_STREAM, position: res.next_batch, order } } : {})
+            })
+          }
+        }
+        since = res.next_batch
+        polling = true
+        ready = true
+      })
+
+      const backoff = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced(Duration.millis(settings.maxBackoffMs))))
+      const syncLoop = step.pipe(
+        // A defect (a bug, an unexpected answer) is retried like a failure: the loop must not die silently.
+        Effect.catchAllDefect(() => new MatrixRuntimeError({ connection: name, operation: "sync", reason: "unexpected failure" })),
+        Effect.tapError(() => Effect.sync(() => (ready = false))),
+        Effect.retry(backoff),
+        Effect.forever
+      )
+      // Not tied to start's fiber: it runs until close interrupts it.
+      loop = yield* Effect.forkDaemon(syncLoop)
+    })
+
+  return {
+    name,
+    start: (context) => {
+      closed = false
+      runtime = ManagedRuntime.make(FetchHttpClient.layer)
+      return runtime.runPromise(Effect.either(start(context))).then((r) => {
+        if (Either.isLeft(r)) throw new Error(r.left.message)
+      })
+    },
+    close: async () => {
+      closed = true
+      ready = false
+      const r = runtime
+      const f = loop
+      loop = undefined
+      runtime = undefined
+      if (r === undefined) return
+      // Interrupting the loop aborts the in-flight /sync request.
+      if (f !== undefined) await r.runPromise(Fiber.interrupt(f))
+      await r.dispose()
+    },
+    isReady: () => ready && !closed && loop !== undefined
+  }
+}

@@ -1,0 +1,25 @@
+import * as path from "node:path"
+import type { ConnectionRuntime } from "../../runtimes/connection-runtime-contract.js"
+import { definePlugin } from "../../plugins/contract.js"
+import { makeMatrixRuntime } from "./MatrixRuntime.js"
+import { decodeMatrixSettings } from "./settings.js"
+
+/**
+ * The built-in Matrix integration: one connection runtime per `kind: matrix` connection that has
+ * at least one enabled route. Bad settings throw (the registry reports a plugin fault naming the
+ * fields), also for connections without routes.
+ */
+export default definePlugin({
+  name: "matrix",
+  description: "Matrix rooms over the Client-Server API (sync loop, durable cursor, idempotent sends; no E2EE)",
+  connectionRuntime: ({ config }) => {
+    const runtimes: Array<ConnectionRuntime> = []
+    for (const [name, raw] of Object.entries(config.connections)) {
+      if (raw.kind !== "matrix") continue
+      const settings = decodeMatrixSettings(name, raw)
+      if (!config.routes.some((r) => r.enabled && r.connection === name)) continue
+      runtimes.push(makeMatrixRuntime({ name, settings, dataDir: path.resolve(config.dataDir) }))
+    }
+    return runtimes
+  }
+})

@@ -1,0 +1,163 @@
+/**
+ * The terminal conversation: a prompt with history, replies printed as they arrive (without
+ * losing what is being typed), a visible status while the agent works, and a clean Ctrl-C.
+ * Without a TTY it reads lines from stdin and, at its end, waits for the answer to the last one.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as readline from "node:readline"
+
+export interface ChatUiOptions {
+  readonly input: NodeJS.ReadableStream & { isTTY?: boolean }
+  readonly output: NodeJS.WritableStream & { isTTY?: boolean }
+  /** Lines typed are kept here (one per line, newest last); none when undefined. */
+  readonly historyFile?: string
+  /** Hands a typed message to the host; resolves when it is stored. */
+  readonly send: (text: string) => Promise<void>
+  readonly title?: string
+}
+
+export interface ChatUi {
+  /** Shows a reply (or a notice) from the assistant. */
+  readonly reply: (text: string, kind?: "reply" | "notice") => void
+  /** Shows a line of status (connection lost, ...), not a reply. */
+  readonly info: (text: string) => void
+  /** Resolves when the user leaves (Ctrl-C, Ctrl-D, /exit) or, without a TTY, when input ended and was answered. */
+  readonly done: Promise<void>
+  readonly close: () => void
+}
+
+const HISTORY_KEEP = 500
+const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+
+const loadHistory = (file: string | undefined): Array<string> => {
+  if (file === undefined) return []
+  try {
+    // readline wants newest first.
+    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "").slice(-HISTORY_KEEP).reverse()
+  } catch {
+    return []
+  }
+}
+
+const appendHistory = (file: string | undefined, line: string) => {
+  if (file === undefined || line.includes("\n")) return
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true })
+    fs.appendFileSync(file, line + "\n", { mode: 0o600 })
+  } catch {
+    // History is a convenience: a read-only data dir must not break the chat.
+  }
+}
+
+export const startChatUi = (options: ChatUiOptions): ChatUi => {
+  const tty = options.input.isTTY === true && options.output.isTTY === true
+  const out = options.output
+  const rl = readline.createInterface({
+    input: options.input,
+    output: tty ? out : undefined,
+    terminal: tty,
+    history: loadHistory(options.historyFile),
+    historySize: HISTORY_KEEP,
+    removeHistoryDuplicates: true
+  } as readline.ReadLineOptions)
+  rl.setPrompt("you› ")
+
+  let resolveDone!: () => void
+  const done = new Promise<void>((r) => (resolveDone = r))
+  let closed = false
+  let inputEnded = false
+  /** Messages sent and not answered yet (a reply answers everything sent before it). */
+  let waiting = 0
+  let spinner: NodeJS.Timeout | undefined
+  let frame = 0
+  const write = (s: string) => void out.write(s)
+
+  const clearLine = () => {
+    readline.clearLine(out, 0)
+    readline.cursorTo(out, 0)
+  }
+  /** The prompt carries the status: a spinner while the agent works. */
+  const render = () => {
+    if (!tty || closed) return
+    rl.setPrompt(spinner !== undefined ? `\x1b[2m${SPINNER[frame % SPINNER.length]} working…\x1b[0m you› ` : "you› ")
+    clearLine()
+    rl.prompt(true)
+  }
+  const setWorking = (on: boolean) => {
+    if (!tty) return
+    if (on && spinner === undefined) {
+      spinner = setInterval(() => {
+        frame++
+        render()
+      }, 120)
+    }
+    if (!on && spinner !== undefined) {
+      clearInterval(spinner)
+      spinner = undefined
+    }
+    render()
+  }
+  /** Prints above the prompt, keeping what the user is typing. */
+  const print = (line: string) => {
+    if (closed) return
+    if (!tty) return write(line + "\n")
+    clearLine()
+    write(line + "\n")
+    render()
+  }
+
+  const finish = () => {
+    if (closed) return
+    closed = true
+    setWorking(false)
+    rl.close()
+    if (tty) write("\n")
+    resolveDone()
+  }
+
+  rl.on("line", (raw) => {
+    const text = raw.trim()
+    if (text === "/exit" || text === "/quit") return finish()
+    if (text === "") {
+      if (tty) rl.prompt()
+      return
+    }
+    appendHistory(options.historyFile, raw)
+    waiting++
+    setWorking(true)
+    options.send(text).then(
+      () => undefined,
+      (e: unknown) => {
+        waiting = Math.max(0, waiting - 1)
+        if (waiting === 0) setWorking(false)
+        print(`! not sent: ${e instanceof Error ? e.message : "failed"}`)
+        if (!tty && inputEnded && waiting === 0) finish()
+      }
+    )
+  })
+  // Ctrl-C: leave cleanly (the host, if embedded, shuts down in order).
+  rl.on("SIGINT", finish)
+  rl.on("close", () => {
+    inputEnded = true
+    if (tty || waiting === 0) finish()
+  })
+
+  if (tty) {
+    write(`${options.title ?? "pynchy chat"} — Ctrl-C or /exit to leave\n`)
+    rl.prompt()
+  }
+
+  return {
+    reply: (text, kind = "reply") => {
+      waiting = 0
+      if (spinner !== undefined) clearInterval(spinner)
+      spinner = undefined
+      print(`${kind === "notice" ? "notice›" : "pynchy›"} ${text}`)
+      if (!tty && inputEnded) finish()
+    },
+    info: (text) => print(`· ${text}`),
+    done,
+    close: finish
+  }
+}

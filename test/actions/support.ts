@@ -1,0 +1,57 @@
+/** A test host with Approvals on top, a real turn to ask from, and the approval notices it sent. */
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option, TestServices } from "effect"
+import { makeTestHost } from "../../layers/test.js"
+import { ApprovalStore } from "../../src/actions/ApprovalStore.js"
+import { Approvals } from "../../src/actions/Approvals.js"
+import { m0002_approvals } from "../../src/db/migrations/0002_approvals.js"
+import { TurnStore } from "../../src/db/TurnStore.js"
+import { ConversationId } from "../../src/domain/ids.js"
+import { Ingest } from "../../src/pipeline/Ingest.js"
+import { awaitSettled, recordingConfig, sentLines } from "../support/host.js"
+
+export const room = ConversationId.make("test:room")
+
+/** Until the lead registers 0002 in the migration record, the test applies it itself. */
+const ensureApprovalsTable = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const found = yield* sql`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'approvals'`
+  if (found.length === 0) yield* m0002_approvals
+})
+
+/** Waits on the real clock (the test's own clock may be a TestClock), no timing assertion. */
+const waitFor = <A>(probe: () => A | undefined): Effect.Effect<A> =>
+  TestServices.provideLive(
+    Effect.suspend(function loop(): Effect.Effect<A> {
+      const value = probe()
+      return value !== undefined ? Effect.succeed(value) : Effect.zipRight(Effect.sleep("5 millis"), Effect.suspend(loop))
+    })
+  )
+
+/** The test host (memory, or a database file) with Approvals built over it, in the current scope. */
+export const approvalHost = (dir: string, databaseFile?: string) =>
+  Effect.gen(function* () {
+    const host = yield* Layer.build(makeTestHost(recordingConfig(dir), databaseFile === undefined ? {} : { databaseFile }))
+    yield* Effect.provide(ensureApprovalsTable, host)
+    const approvals = yield* Layer.build(Layer.provide(Layer.merge(Approvals.layer, ApprovalStore.layer), Layer.succeedContext(host)))
+    return Context.merge(host, approvals)
+  })
+
+/** The first turn of `room` in a fresh database: one message in, its reply settled; its id. */
+export const firstTurn = Effect.gen(function* () {
+  const ingest = yield* Ingest
+  const turns = yield* TurnStore
+  yield* ingest.ingest({ connection: "test", place: "room", providerEventId: "e1", sender: "u", text: "hello" })
+  yield* TestServices.provideLive(awaitSettled(room, 1))
+  const [turn] = yield* turns.recent(room, 1)
+  return turn!.id
+})
+
+export const approvalNotices = (dir: string) => sentLines(dir).filter((l) => l.text.startsWith("Approval needed"))
+
+/** The code of the `n`th approval notice delivered to the chat (1-based), once it is there. */
+export const noticeCode = (dir: string, n: number) =>
+  waitFor(() => {
+    const notice = approvalNotices(dir)[n - 1]
+    return notice === undefined ? undefined : Option.getOrThrow(Option.fromNullable(/approve ([a-z0-9]{6})/.exec(notice.text)?.[1]))
+  })

@@ -1,0 +1,36 @@
+/**
+ * The `chat` command over the default host pieces, for the tmux test (the real CLI wires the same
+ * command in layers/). Run: `node --import tsx test/channels/chat-entry.ts chat`.
+ */
+import { Command } from "@effect/cli"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Effect, Layer } from "effect"
+import { makeStack } from "../../layers/stack.js"
+import * as ScriptedExecutor from "../../src/agent/ScriptedExecutor.js"
+import { chat } from "../../src/cli/commands/chat.js"
+import * as Logging from "../../src/cli/logger.js"
+import { HostConfig } from "../../src/config/HostConfig.js"
+import * as Database from "../../src/db/Database.js"
+import { DeployRollback } from "../../src/host/DeployRollback.js"
+import { PluginRegistry } from "../../src/plugins/PluginRegistry.js"
+import { ConnectionRuntimeSources, type RuntimeEntry } from "../../src/runtimes/ConnectionRuntimes.js"
+import { AgentSessions } from "../../src/runtimes/agent-session/AgentSessions.js"
+import { AttachmentStore } from "../../src/runtimes/agent-session/AttachmentStore.js"
+import { layerFromEnv } from "../../src/runtimes/agent-session/loader.js"
+
+const makeHost = (extra: ReadonlyArray<RuntimeEntry>) =>
+  makeStack({
+    config: HostConfig.layer,
+    plugins: PluginRegistry.layer,
+    database: Database.layer,
+    executor: ScriptedExecutor.layerConfig,
+    runtimes: Layer.effect(ConnectionRuntimeSources, Effect.map(PluginRegistry, (r) => [...r.connectionRuntimes.map((c) => ({ plugin: c.plugin, value: c.value })), ...extra])),
+    agentSessions: Layer.provideMerge(AgentSessions.layer, Layer.merge(AttachmentStore.layerDatabase, layerFromEnv)),
+    rollback: DeployRollback.layerNoop
+  })
+
+Command.run(Command.make("pynchy").pipe(Command.withSubcommands([chat(makeHost)])), { name: "pynchy", version: "test" })(process.argv).pipe(
+  Effect.provide(Layer.merge(NodeContext.layer, Logging.layer)),
+  NodeRuntime.runMain({ disablePrettyLogger: true })
+)

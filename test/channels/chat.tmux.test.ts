@@ -1,0 +1,104 @@
+/**
+ * `pynchy chat` in a real terminal (tmux send-keys / capture-pane): prompt, status while the agent
+ * works, the reply, history across runs, clean Ctrl-C. Without a TTY it reads stdin lines. With
+ * `--connect` it talks to a running host (the real bin) through the HTTP API connection.
+ */
+import { afterAll, assert, describe, it } from "vitest"
+import { execFileSync, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { hashToken } from "../../src/channels/http/settings.js"
+import { cleanEnv } from "../support/cli.js"
+import { tempDir } from "../support/db.js"
+import { eventually, freePort } from "../support/synapse.js"
+import { skipWithout } from "../support/system.js"
+import { killAllHosts, startHost, stopHost } from "./host-process.js"
+
+const ENTRY = path.resolve(import.meta.dirname, "chat-entry.ts")
+const REPO = path.resolve(import.meta.dirname, "../..")
+const skip = skipWithout("tmux", "apt-get install tmux")
+
+const tmux = (...args: Array<string>) => execFileSync("tmux", args, { encoding: "utf8" })
+const pane = (name: string) => tmux("capture-pane", "-p", "-t", name)
+const until = (name: string, re: RegExp) => eventually(() => (re.test(pane(name)) ? pane(name) : undefined), 100)
+
+const chatIn = (name: string, dir: string, env: Record<string, string>) => {
+  const envArgs = Object.entries({ PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), ...env }).map(([k, v]) => `${k}=${v}`)
+  tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "30", "-c", REPO,
+    `env ${envArgs.join(" ")} ${process.execPath} --import tsx ${ENTRY} chat; echo "EXITED $?"; sleep 600`)
+}
+
+describe.skipIf(skip)("pynchy chat in a terminal", () => {
+  it("prompt, a visible status while the agent works, the reply, history, clean Ctrl-C", async () => {
+    const dir = tempDir()
+    fs.writeFileSync(path.join(dir, "pynchy.yaml"), `dataDir: ${dir}\n`)
+    const name = `chat-${process.pid}`
+    chatIn(name, dir, { PYNCHY_SCRIPTED_DELAY_MS: "1500" })
+    try {
+      await until(name, /^you›\s*$/m)
+      tmux("send-keys", "-t", name, "hello there", "Enter")
+      await until(name, /working…/)
+      const answered = await until(name, /pynchy› echo: hello there/)
+      assert.match(answered, /you› hello there\npynchy› echo: hello there\nyou›/)
+      tmux("send-keys", "-t", name, "C-c")
+      const exited = await until(name, /EXITED \d+/)
+      assert.match(exited, /EXITED 0/)
+    } finally {
+      tmux("kill-session", "-t", name)
+    }
+    assert.strictEqual(fs.readFileSync(path.join(dir, "chat-history"), "utf8"), "hello there\n")
+
+    // A second run: the history is back (Up), and the conversation continues.
+    const again = `${name}-2`
+    chatIn(again, dir, {})
+    try {
+      await until(again, /^you›\s*$/m)
+      tmux("send-keys", "-t", again, "Up")
+      await until(again, /you› hello there$/m)
+      tmux("send-keys", "-t", again, "C-u", "/exit", "Enter")
+      assert.match(await until(again, /EXITED \d+/), /EXITED 0/)
+    } finally {
+      tmux("kill-session", "-t", again)
+    }
+  })
+})
+
+describe("pynchy chat without a terminal", () => {
+  afterAll(killAllHosts)
+
+  const run = (dir: string, args: Array<string>, input: string, env: Record<string, string> = {}) =>
+    spawnSync(process.execPath, ["--import", "tsx", ENTRY, "chat", ...args], {
+      cwd: REPO, input, encoding: "utf8", timeout: 60_000,
+      env: { ...cleanEnv(), PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), ...env }
+    })
+
+  it("reads lines from stdin, prints the replies, and ends after the last answer", () => {
+    const dir = tempDir()
+    fs.writeFileSync(path.join(dir, "pynchy.yaml"), `dataDir: ${dir}\n`)
+    const r = run(dir, [], "one\ntwo\n")
+    assert.strictEqual(r.status, 0, r.stderr)
+    assert.include(r.stdout, "pynchy› echo: one")
+    assert.include(r.stdout, "pynchy› echo: two")
+  })
+
+  it("--connect talks to a running host (the real bin) through its HTTP API", async () => {
+    const dir = tempDir()
+    const port = await freePort()
+    fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
+      `dataDir: ${dir}`,
+      "workspaces: [{ id: main, agentCore: scripted }]",
+      "routes: [{ connection: web, place: '*', workspace: main }]",
+      `connections: { web: { kind: http, port: ${port}, tokens: ['${hashToken("s3cret")}'] } }`
+    ].join("\n") + "\n")
+    const host = await startHost(dir)
+    try {
+      const r = run(dir, ["--connect", `http://127.0.0.1:${port}`, "--session", "t1"], "ping\n", { PYNCHY_TOKEN: "s3cret" })
+      assert.strictEqual(r.status, 0, r.stderr)
+      assert.include(r.stdout, "pynchy› echo: ping")
+      const refused = run(dir, ["--connect", `http://127.0.0.1:${port}`], "ping\n", { PYNCHY_TOKEN: "wrong" })
+      assert.include(refused.stdout, "unauthorized")
+    } finally {
+      await stopHost(host)
+    }
+  })
+})

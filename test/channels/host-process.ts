@@ -1,0 +1,71 @@
+/**
+ * The real host as a child process (`node bin/pynchy.js start` with a given pynchy.yaml), for
+ * kill -9 and restart tests, and a read-only look into its database.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { createRequire } from "node:module"
+import * as path from "node:path"
+import { BIN, cleanEnv } from "../support/cli.js"
+
+export interface HostProcess {
+  readonly child: ChildProcess
+  readonly stderr: () => string
+}
+
+const live = new Set<ChildProcess>()
+
+/** Kills every host this module started that is still running (a safety net for afterAll). */
+export const killAllHosts = () => {
+  for (const child of live) child.kill("SIGKILL")
+  live.clear()
+}
+
+/** Starts the host and resolves once it logged that it is ready. */
+export const startHost = (dir: string, env: Record<string, string> = {}) =>
+  new Promise<HostProcess>((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, "start"], {
+      cwd: dir,
+      env: { ...cleanEnv(), PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), PYNCHY_LOG_LEVEL: "info", ...env },
+      stdio: ["ignore", "ignore", "pipe"]
+    })
+    live.add(child)
+    child.once("exit", () => live.delete(child))
+    let err = ""
+    child.stderr!.setEncoding("utf8")
+    child.stderr!.on("data", (d: string) => {
+      err = (err + d).slice(-50_000)
+      if (/INFO +ready epoch=/.test(err)) resolve({ child, stderr: () => err })
+    })
+    child.once("exit", (code, signal) => reject(new Error(`host exited (${code ?? signal}) before ready:\n${err.slice(-3000)}`)))
+    child.once("error", reject)
+  })
+
+export const killHard = (host: HostProcess) =>
+  new Promise<void>((resolve) => {
+    if (host.child.exitCode !== null || host.child.signalCode !== null) return resolve()
+    host.child.once("exit", () => resolve())
+    host.child.kill("SIGKILL")
+  })
+
+export const stopHost = (host: HostProcess) =>
+  new Promise<void>((resolve) => {
+    if (host.child.exitCode !== null || host.child.signalCode !== null) return resolve()
+    host.child.once("exit", () => resolve())
+    host.child.kill("SIGINT")
+  })
+
+interface Db {
+  prepare(sql: string): { all(...a: Array<unknown>): Array<Record<string, unknown>>; get(...a: Array<unknown>): Record<string, unknown> | undefined }
+  close(): void
+}
+
+/** Runs `sql` on a read-only connection to the host's database. */
+export const query = (file: string, sql: string, ...params: Array<unknown>): Array<Record<string, unknown>> => {
+  const Sqlite = createRequire(import.meta.url)("better-sqlite3") as new (f: string, o?: object) => Db
+  const db = new Sqlite(file, { readonly: true, fileMustExist: true })
+  try {
+    return db.prepare(sql).all(...params)
+  } finally {
+    db.close()
+  }
+}

@@ -1,0 +1,258 @@
+/**
+ * The Matrix connection runtime against a real Synapse (Debian sid root, bwrap, 127.0.0.1):
+ * replies in the room, isReady across a homeserver outage, idempotent resends, a kill -9 mid-turn,
+ * and catching up from the durable cursor after the host was down.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Either, Layer, Option } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, beforeAll } from "vitest"
+import { makeTestHost } from "../../layers/test.js"
+import { makeMatrixRuntime, SYNC_STREAM, txnIdOf } from "../../src/channels/matrix/MatrixRuntime.js"
+import { decodeMatrixSettings } from "../../src/channels/matrix/settings.js"
+import { decodeConfig } from "../../src/config/HostConfig.js"
+import { MessageStore } from "../../src/db/MessageStore.js"
+import { ConnectionName, ConversationId } from "../../src/domain/ids.js"
+import { Channels } from "../../src/pipeline/Channels.js"
+import { tempDir } from "../support/db.js"
+import { eventually, type MatrixUser, skipWithoutSynapse, startSynapse, type Synapse } from "../support/synapse.js"
+import { killAllHosts, killHard, query, startHost, stopHost } from "./host-process.js"
+
+const skip = skipWithoutSynapse()
+
+let synapse: Synapse
+let alice: MatrixUser
+let bot: MatrixUser
+
+beforeAll(async () => {
+  if (skip) return
+  synapse = await startSynapse()
+  alice = await synapse.register("alice")
+  bot = await synapse.register("bot", "bot-password")
+}, 120_000)
+
+afterAll(() => {
+  killAllHosts()
+  if (!skip) synapse.stop()
+})
+
+const settings = (extra: Record<string, unknown> = {}) =>
+  decodeMatrixSettings("mx", { kind: "matrix", homeserver: synapse.baseUrl, userId: bot.userId, password: bot.password, maxBackoffMs: 500, ...extra })
+
+const hostConfig = (dir: string) =>
+  Either.getOrThrow(decodeConfig({
+    dataDir: dir,
+    workspaces: [{ id: "main", instructions: "test" }],
+    routes: [{ connection: "mx", place: "*", workspace: "main" }],
+    connections: { mx: { kind: "matrix", homeserver: synapse.baseUrl, userId: bot.userId, password: bot.password } },
+    limits: { runtimeReadyTimeoutMs: 20_000, readinessCheckMs: 100 }
+  }, "test config"))
+
+/** A room where alice invited the bot; the runtime joins on the invite. */
+const roomWithBot = async (who: MatrixUser = bot) => {
+  const room = await alice.createRoom([who.userId])
+  await eventually(async () => ((await alice.members(room)).includes(who.userId) ? true : undefined))
+  return room
+}
+
+const echoesOf = (messages: ReadonlyArray<{ sender: string; body: string }>, text: string, who: MatrixUser = bot) =>
+  messages.filter((m) => m.sender === who.userId && m.body === `echo: ${text}`).length
+
+describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
+  it.scopedLive("a message in a room gets the agent's reply in the room; the since token is the durable cursor", () =>
+    Effect.gen(function* () {
+      const runtime = makeMatrixRuntime({ name: "mx", settings: settings(), dataDir: tempDir() })
+      const ctx = yield* Layer.build(makeTestHost(hostConfig(tempDir()), { runtimes: [{ plugin: "matrix", value: runtime }] }))
+      assert.isTrue(runtime.isReady())
+      const room = yield* Effect.promise(() => roomWithBot())
+      yield* Effect.promise(() => alice.send(room, "hello"))
+      const reply = yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.sender === bot.userId))
+      assert.strictEqual(reply.body, "echo: hello")
+      const cursor = yield* Effect.flatMap(MessageStore, (s) => s.cursor(ConnectionName.make("mx"), SYNC_STREAM)).pipe(Effect.provide(ctx))
+      assert.isTrue(Option.isSome(cursor) && cursor.value.position.length > 0)
+
+      // A resend of one delivery (as after a crash) is deduplicated by the homeserver through the txn id.
+      const channel = yield* Effect.map(Channels, (c) => c.get("mx")).pipe(Effect.provide(ctx))
+      assert.isDefined(channel)
+      assert.isTrue(channel!.idempotentResends)
+      const delivery = { idempotencyKey: "resend-test", conversationId: `mx:${room}`, connection: "mx", place: room, kind: "reply" as const, text: "once only", previousAttempts: 0 }
+      yield* Effect.promise(() => channel!.send(delivery))
+      yield* Effect.promise(() => channel!.send({ ...delivery, previousAttempts: 1 }))
+      yield* Effect.promise(() => alice.send(room, "after resend"))
+      yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === "echo: after resend"))
+      const all = yield* Effect.promise(() => alice.messages(room))
+      assert.strictEqual(all.filter((m) => m.body === "once only").length, 1)
+      assert.match(txnIdOf(delivery), /^pynchy\.[A-Za-z0-9_-]{32}$/)
+    }))
+
+  it.scopedLive("rooms map to workspaces through routes; a room without a route is neither joined nor ingested", () =>
+    Effect.gen(function* () {
+      const [a, b, c] = yield* Effect.promise(() => Promise.all([alice.createRoom([bot.userId]), alice.createRoom([bot.userId]), alice.createRoom([bot.userId])]))
+      const config = Either.getOrThrow(decodeConfig({
+        dataDir: tempDir(),
+        workspaces: [{ id: "main" }, { id: "other" }],
+        routes: [{ connection: "mx", place: a, workspace: "main" }, { connection: "mx", place: b, workspace: "other" }],
+        connections: {}
+      }, "test config"))
+      const runtime = makeMatrixRuntime({ name: "mx", settings: settings(), dataDir: tempDir() })
+      const ctx = yield* Layer.build(makeTestHost(config, { runtimes: [{ plugin: "matrix", value: runtime }] }))
+      yield* Effect.promise(() => eventually(async () => ((await alice.members(a)).includes(bot.userId) && (await alice.members(b)).includes(bot.userId) ? true : undefined)))
+      yield* Effect.promise(() => Promise.all([alice.send(a, "to main"), alice.send(b, "to other"), alice.send(c, "to nobody")]))
+      yield* Effect.promise(() => alice.awaitMessage(a, (m) => m.body === "echo: to main"))
+      yield* Effect.promise(() => alice.awaitMessage(b, (m) => m.body === "echo: to other"))
+      const store = yield* Effect.provide(MessageStore, ctx)
+      const workspaceOf = (room: string) => store.conversation(ConversationId.make(`mx:${room}`)).pipe(Effect.map(Option.map((conv) => conv.workspace as string)))
+      assert.deepStrictEqual([yield* workspaceOf(a), yield* workspaceOf(b), yield* workspaceOf(c)], [Option.some("main"), Option.some("other"), Option.none()])
+      assert.notInclude(yield* Effect.promise(() => alice.members(c)), bot.userId)
+    }))
+
+  it.scopedLive("isReady turns false while the homeserver is down and true again; nothing sent meanwhile is lost", () =>
+    Effect.gen(function* () {
+      const runtime = makeMatrixRuntime({ name: "mx", settings: settings({ syncTimeoutMs: 1_000 }), dataDir: tempDir() })
+      yield* Layer.build(makeTestHost(hostConfig(tempDir()), { runtimes: [{ plugin: "matrix", value: runtime }] }))
+      const room = yield* Effect.promise(() => roomWithBot())
+      yield* Effect.promise(() => alice.send(room, "before"))
+      yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === "echo: before"))
+
+      synapse.stop()
+      yield* Effect.promise(() => eventually(() => (runtime.isReady() ? undefined : true)))
+      assert.isFalse(runtime.isReady())
+      synapse.start()
+      // Sent as soon as the homeserver answers, likely before the runtime's next sync succeeds.
+      yield* Effect.promise(() => alice.send(room, "during recovery"))
+      yield* Effect.promise(() => eventually(() => (runtime.isReady() ? true : undefined)))
+      yield* Effect.promise(() => alice.send(room, "after"))
+      yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === "echo: after"))
+      const all = yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === "echo: during recovery").then(() => alice.messages(room)))
+      for (const text of ["before", "during recovery", "after"]) assert.strictEqual(echoesOf(all, text), 1, text)
+    }))
+
+  it.live("close (host shutdown) stops the sync loop: the runtime is no longer ready", () =>
+    Effect.gen(function* () {
+      const runtime = makeMatrixRuntime({ name: "mx", settings: settings(), dataDir: tempDir() })
+      yield* Effect.scoped(Effect.gen(function* () {
+        yield* Layer.build(makeTestHost(hostConfig(tempDir()), { runtimes: [{ plugin: "matrix", value: runtime }] }))
+        assert.isTrue(runtime.isReady())
+      }))
+      assert.isFalse(runtime.isReady())
+    }))
+})
+
+describe.skipIf(skip)("Matrix host process against a real Synapse", () => {
+  // Each test its own bot account: a host left over from a failed test cannot answer in another's rooms.
+  const writeConfig = (dir: string, tokenFile: string, bot: MatrixUser) => {
+    fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
+      `dataDir: ${dir}`,
+      "workspaces: [{ id: main, agentCore: scripted }]",
+      "routes: [{ connection: mx, place: '*', workspace: main }]",
+      `connections: { mx: { kind: matrix, homeserver: '${synapse.baseUrl}', userId: '${bot.userId}', accessTokenFile: ${tokenFile}, maxBackoffMs: 500 } }`,
+      "limits: { retryBaseMs: 10, runtimeReadyTimeoutMs: 20000 }"
+    ].join("\n") + "\n")
+    fs.writeFileSync(path.join(dir, tokenFile), bot.accessToken + "\n", { mode: 0o600 })
+  }
+
+  it("killed with kill -9 mid-turn, the host still replies exactly once after restart", async () => {
+    const dir = tempDir()
+    const bot = await synapse.register("bot-kill")
+    writeConfig(dir, "bot.token", bot)
+    const db = path.join(dir, "pynchy.db")
+    let room: string | undefined
+    const texts: Array<string> = []
+    // Kill as soon as a turn runs; if the turn had already finished when the signal landed, try
+    // again with the next message, until a kill lands mid-turn (the turn still running, no reply sent).
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const host = await startHost(dir)
+      room ??= await roomWithBot(bot)
+      const text = `slow one ${attempt}`
+      texts.push(text)
+      await alice.send(room, text)
+      await eventually(() => (query(db, "SELECT COUNT(*) AS n FROM turns WHERE status = 'running'")[0]!.n === 1 ? true : undefined), 2)
+      await killHard(host)
+      const running = query(db, "SELECT COUNT(*) AS n FROM turns WHERE status = 'running'")[0]!.n
+      const sent = query(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status = 'sent' AND text = ?", `echo: ${text}`)[0]!.n
+      if (running === 1 && sent === 0) break
+    }
+    assert.strictEqual(query(db, "SELECT COUNT(*) AS n FROM turns WHERE status = 'running'")[0]!.n, 1, "no kill landed mid-turn")
+
+    const second = await startHost(dir)
+    try {
+      await alice.awaitMessage(room!, (m) => m.body === `echo: ${texts.at(-1)}`)
+      // A later message answered means the queue has moved past the first ones: count then.
+      await alice.send(room!, "sentinel")
+      await alice.awaitMessage(room!, (m) => m.body === "echo: sentinel")
+      const all = await alice.messages(room!)
+      for (const t of [...texts, "sentinel"]) assert.strictEqual(echoesOf(all, t, bot), 1, t)
+      const receipts = query(db, "SELECT COUNT(*) AS n FROM receipts WHERE connection = 'mx'")[0]!.n
+      assert.strictEqual(receipts, texts.length + 1)
+      const unsettled = query(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status <> 'sent'")[0]!.n
+      assert.strictEqual(unsettled, 0)
+    } finally {
+      await stopHost(second)
+    }
+  })
+
+  it("a host that was down catches up from its durable cursor: every message answered once", async () => {
+    const dir = tempDir()
+    const bot = await synapse.register("bot-catchup")
+    writeConfig(dir, "bot.token", bot)
+    const db = path.join(dir, "pynchy.db")
+    let host = await startHost(dir)
+    const room = await roomWithBot(bot)
+    await alice.send(room, "first")
+    await alice.awaitMessage(room, (m) => m.body === "echo: first")
+    await stopHost(host)
+    const position = query(db, "SELECT position FROM cursors WHERE connection = 'mx' AND stream = 'sync'")[0]!.position
+    assert.isString(position)
+
+    // More than one sync's timeline limit (50): the runtime backfills the gap through /messages.
+    const texts = Array.from({ length: 70 }, (_, i) => `offline ${i}`)
+    for (const t of texts) await alice.send(room, t)
+    host = await startHost(dir)
+    try {
+      await alice.awaitMessage(room, (m) => m.body === "echo: offline 69")
+      const all = await eventually(async () => {
+        const ms = await alice.messages(room)
+        return texts.every((t) => echoesOf(ms, t, bot) >= 1) ? ms : undefined
+      })
+      for (const t of ["first", ...texts]) assert.strictEqual(echoesOf(all, t, bot), 1, t)
+      const failed = query(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status <> 'sent'")[0]!.n
+      assert.strictEqual(failed, 0)
+    } finally {
+      await stopHost(host)
+    }
+  })
+})
+
+describe("Matrix settings", () => {
+  it("bad settings throw an error naming the fields, never the secret", () => {
+    const bad = () => decodeMatrixSettings("mx", { kind: "matrix", homeserver: "ftp://x", userId: "bot", password: "s3cret", accessToken: "t0ken" })
+    assert.throws(bad)
+    try {
+      bad()
+    } catch (e) {
+      const message = (e as Error).message
+      assert.include(message, "connections.mx")
+      assert.include(message, "homeserver")
+      assert.include(message, "userId")
+      assert.notInclude(message, "s3cret")
+      assert.notInclude(message, "t0ken")
+    }
+    assert.throws(() => decodeMatrixSettings("mx", { kind: "matrix", homeserver: "http://h", userId: "@b:h" }), /connections\.mx\.accessToken/)
+    assert.throws(() => decodeMatrixSettings("mx", { kind: "matrix", homeserver: "http://h", userId: "@b:h", password: "a", accessToken: "b" }), /connections\.mx\.accessToken\|password/)
+  })
+
+  it("without a route a matrix connection gets no runtime; with one it does", async () => {
+    const { default: plugin } = await import("../../src/channels/matrix/plugin.js")
+    const base = { dataDir: tempDir(), workspaces: [{ id: "main" }], connections: { mx: { kind: "matrix", homeserver: "http://127.0.0.1:1", userId: "@b:h", accessToken: "t" } } }
+    const none = Either.getOrThrow(decodeConfig({ ...base, routes: [{ connection: "mx", place: "!r:h", workspace: "main", enabled: false }] }, "t"))
+    const one = Either.getOrThrow(decodeConfig({ ...base, routes: [{ connection: "mx", place: "!r:h", workspace: "main" }] }, "t"))
+    const ctx = (config: typeof none) => ({ config, connectionConfig: (n: string) => (config.connections as Record<string, Record<string, unknown>>)[n] })
+    const runtimesOf = (config: typeof none) => plugin.connectionRuntime(ctx(config)) as ReadonlyArray<{ name: string; isReady(): boolean }>
+    assert.deepStrictEqual(runtimesOf(none), [])
+    const [rt] = runtimesOf(one)
+    assert.strictEqual(rt!.name, "mx")
+    assert.isFalse(rt!.isReady())
+  })
+})
+
