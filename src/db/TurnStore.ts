@@ -101,6 +101,7 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
       Result: TurnRow,
       execute: (id) => sql`SELECT ${sql.literal(turnColumns)} FROM turns WHERE conversation_id = ${id} AND status IN ('queued', 'running', 'interrupted')`
     })
+    const decodeTurn = (rows: ReadonlyArray<unknown>) => Schema.decodeUnknown(TurnRow)(rows[0])
     const claimIds = (turnId: TurnId) =>
       sql<{ id: number }>`SELECT message_id AS id FROM delivery_claims WHERE turn_id = ${turnId} ORDER BY message_id`.pipe(
         Effect.map((rows) => rows.map((r) => MessageId.make(r.id)))
@@ -115,31 +116,30 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
       return yield* sql.withTransaction(
         Effect.gen(function* () {
           const active = yield* activeOf(conversationId)
-          let turnId: TurnId
           if (Option.isSome(active)) {
             const t = active.value
             if (t.status === "running") return Acquired.Busy()
             if (t.notBefore > now) return Acquired.Later({ at: t.notBefore })
-            yield* sql`UPDATE turns SET status = 'running', attempts = attempts + 1, owner_epoch = ${owner.epoch},
-              executor_id = ${owner.executor}, updated_at = ${now} WHERE id = ${t.id}`
-            turnId = t.id
-          } else {
-            const pending = yield* sql`SELECT 1 FROM messages m WHERE m.conversation_id = ${conversationId} AND m.direction = 'in'
-              AND m.handled_by IS NULL AND NOT EXISTS (SELECT 1 FROM delivery_claims c WHERE c.message_id = m.id) LIMIT 1`
-            if (pending.length === 0) return Acquired.Idle()
-            const rows = yield* sql<{ id: number }>`INSERT INTO turns (conversation_id, status, attempts, owner_epoch, executor_id, not_before, created_at, updated_at)
-              VALUES (${conversationId}, 'running', 1, ${owner.epoch}, ${owner.executor}, 0, ${now}, ${now}) RETURNING id`
-            turnId = TurnId.make(rows[0]!.id)
+            const resumed = yield* decodeTurn(yield* sql`UPDATE turns SET status = 'running', attempts = attempts + 1, owner_epoch = ${owner.epoch},
+              executor_id = ${owner.executor}, updated_at = ${now} WHERE id = ${t.id} RETURNING ${sql.literal(turnColumns)}`)
+            yield* claimPending(conversationId, t.id)
+            const messageIds = yield* claimIds(t.id)
+            if (messageIds.length === 0) {
+              // A resumed turn whose messages were all taken elsewhere has nothing left to answer.
+              yield* sql`UPDATE turns SET status = 'completed', updated_at = ${now} WHERE id = ${t.id}`
+              return Acquired.Idle()
+            }
+            return Acquired.Started({ turn: toTurn(resumed), messageIds })
           }
-          yield* claimPending(conversationId, turnId)
-          const messageIds = yield* claimIds(turnId)
-          if (messageIds.length === 0) {
-            // A resumed turn whose messages were all taken elsewhere has nothing left to answer.
-            yield* sql`UPDATE turns SET status = 'completed', updated_at = ${now} WHERE id = ${turnId}`
-            return Acquired.Idle()
-          }
-          const turn = yield* findTurn(turnId)
-          return Acquired.Started({ turn: toTurn(Option.getOrThrow(turn)), messageIds })
+          // A new turn: the pending messages, the turn, their claims; four statements in all.
+          const pending = yield* sql<{ id: number }>`SELECT m.id FROM messages m WHERE m.conversation_id = ${conversationId} AND m.direction = 'in'
+            AND m.handled_by IS NULL AND NOT EXISTS (SELECT 1 FROM delivery_claims c WHERE c.message_id = m.id) ORDER BY m.id`
+          if (pending.length === 0) return Acquired.Idle()
+          const created = yield* decodeTurn(yield* sql`INSERT INTO turns (conversation_id, status, attempts, owner_epoch, executor_id, not_before, created_at, updated_at)
+            VALUES (${conversationId}, 'running', 1, ${owner.epoch}, ${owner.executor}, 0, ${now}, ${now}) RETURNING ${sql.literal(turnColumns)}`)
+          const messageIds = pending.map((r) => MessageId.make(r.id))
+          yield* sql`INSERT INTO delivery_claims (message_id, turn_id) SELECT value, ${created.id} FROM json_each(${JSON.stringify(messageIds)})`
+          return Acquired.Started({ turn: toTurn(created), messageIds })
         })
       ).pipe(Effect.orDie)
     })
