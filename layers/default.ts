@@ -1,5 +1,6 @@
 /** The default host: what `pynchy start` runs (SQLite file in the data dir, agents in bwrap or process sandboxes). */
-import { Effect, Layer } from "effect"
+import { Config, Effect, Layer } from "effect"
+import * as ScriptedExecutor from "../src/agent/ScriptedExecutor.js"
 import { HostConfig } from "../src/config/HostConfig.js"
 import * as Database from "../src/db/Database.js"
 import { DeployRollback } from "../src/host/DeployRollback.js"
@@ -15,6 +16,17 @@ import { makeClient, makeStack } from "./stack.js"
 const rollback = Layer.unwrapEffect(Effect.map(HostConfig, ({ dataDir }) => DeployRollback.layerGit(dataDir)))
 
 /**
+ * Turns run in sandboxes: bwrap where installed (else a plain process), the agent core chosen per
+ * workspace. `PYNCHY_EXECUTOR=scripted` runs the deterministic in-process agent instead (offline
+ * demos, and the crash drill, which tests the pipeline rather than the sandbox).
+ */
+const executor = Layer.unwrapEffect(
+  Effect.map(Config.withDefault(Config.literal("sandbox", "scripted")("PYNCHY_EXECUTOR"), "sandbox"), (choice) =>
+    choice === "scripted" ? ScriptedExecutor.layerConfig : SandboxExecutor.layer()
+  )
+)
+
+/**
  * The host with the connection runtimes plugins contributed (plugin order, then contribution
  * order) followed by `extra` ones (the terminal chat adds its runtime this way).
  */
@@ -23,8 +35,7 @@ export const makeHostLive = (extra: ReadonlyArray<RuntimeEntry> = []) =>
     config: HostConfig.layer,
     plugins: PluginRegistry.layer,
     database: Database.layer,
-    // bwrap where installed (else a plain process), the agent core chosen per workspace.
-    executor: SandboxExecutor.layer(),
+    executor,
     runtimes: Layer.effect(
       ConnectionRuntimeSources,
       Effect.map(PluginRegistry, (r) => [...r.connectionRuntimes.map((c) => ({ plugin: c.plugin, value: c.value })), ...extra])

@@ -70,7 +70,7 @@ const startHost = (dir: string, log: (l: string) => void) =>
   new Promise<ChildProcess>((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, "start"], {
       cwd: dir,
-      env: { PATH: process.env.PATH ?? "", PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), PYNCHY_SCRIPTED_DELAY_MS: "4", PYNCHY_LOG_LEVEL: "info" },
+      env: { PATH: process.env.PATH ?? "", PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), PYNCHY_EXECUTOR: "scripted", PYNCHY_SCRIPTED_DELAY_MS: "4", PYNCHY_LOG_LEVEL: "info" },
       stdio: ["ignore", "ignore", "pipe"]
     })
     let err = ""
@@ -114,7 +114,7 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-crash-"))
   fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
     `dataDir: ${dir}`,
-    "workspaces: [{ id: main, agentCore: scripted }]",
+    "workspaces: [{ id: main }]",
     "routes: [{ connection: test, place: '*', workspace: main }]",
     `connections: { test: { kind: recording, file: sent.jsonl, idempotent: ${options.idempotent}, delayMs: 3 } }`,
     "limits: { maxConcurrentTurns: 3, maxTurnAttempts: 1000, retryBaseMs: 10 }"

@@ -91,7 +91,8 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         Effect.annotateLogs({ turn: turn.id, code: failure.code, attempt: turn.attempts, retryable: failure.retryable })
       )
       if (failure.retryable && turn.attempts < config.limits.maxTurnAttempts) {
-        const at = Date.now() + retryDelayMs(config.limits.retryBaseMs, turn.attempts)
+        // A survivor that could not be taken over is an interruption, not a failure of the agent: again at once.
+        const at = Date.now() + (started.adopted ? 0 : retryDelayMs(config.limits.retryBaseMs, turn.attempts))
         return (yield* turns.retryLater(turn.id, epoch, `${failure.code}: ${failure.reason}`, at)) ? TurnOutcome.RetryAt({ at }) : TurnOutcome.Lost()
       }
       if (!(yield* turns.fail(turn.id, epoch, `${failure.code}: ${failure.reason}`))) return TurnOutcome.Lost()

@@ -43,7 +43,8 @@ export const startHost = (config: string, env: Record<string, string> = {}) =>
   new Promise<Host>((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, "start"], {
       cwd: path.dirname(config),
-      env: { ...cleanEnv(), PYNCHY_CONFIG: config, ...env },
+      // The in-process scripted agent: these tests are about the connection runtime, not the sandbox.
+      env: { ...cleanEnv(), PYNCHY_CONFIG: config, PYNCHY_EXECUTOR: "scripted", ...env },
       stdio: ["ignore", "ignore", "pipe"]
     })
     let err = ""
