@@ -148,7 +148,7 @@ type HostRun = { readonly readyMs: number; readonly rssMb: number; readonly shut
 const startHost = (dir: string): Promise<HostRun> =>
   new Promise((resolve, reject) => {
     const t0 = performance.now()
-    const child = spawn(process.execPath, [BIN, "start"], { cwd: dir, env: cleanEnv(), stdio: ["ignore", "ignore", "pipe"] })
+    const child = spawn(process.execPath, ["--max-semi-space-size=2", BIN, "start"], { cwd: dir, env: cleanEnv(), stdio: ["ignore", "ignore", "pipe"] })
     let stderr = ""
     let readyMs: number | undefined
     let signalledAt: number | undefined
