@@ -2,7 +2,7 @@
  * Crash drill: runs the host as a real child process (scripted executor, recording channel),
  * streams messages into its database through the same client path as `pynchy send`, kills it
  * with SIGKILL at random points, restarts it, and finally checks that nothing was lost and
- * nothing was duplicated. `npx tsx scripts/crash/driver.ts --kills 200 [--non-idempotent]`.
+ * nothing was duplicated. `npx tsx scripts/crash/driver.ts --kills 200 [--non-idempotent] [--sandbox]`.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -22,6 +22,8 @@ export interface DrillOptions {
   /** The recording channel declares idempotent resends (Matrix-like) or not. */
   readonly idempotent: boolean
   readonly seed?: number
+  /** Run turns in real sandboxes (the scripted core inside bwrap) instead of the in-process agent. */
+  readonly sandbox?: boolean
   readonly log?: (line: string) => void
 }
 
@@ -66,11 +68,11 @@ const within = <A>(what: string, ms: number, promise: Promise<A>): Promise<A> =>
     promise.then((a) => { clearTimeout(timer); resolve(a) }, (e) => { clearTimeout(timer); reject(e) })
   })
 
-const startHost = (dir: string, log: (l: string) => void) =>
+const startHost = (dir: string, log: (l: string) => void, executor: "scripted" | "sandbox") =>
   new Promise<ChildProcess>((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, "start"], {
       cwd: dir,
-      env: { PATH: process.env.PATH ?? "", PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), PYNCHY_EXECUTOR: "scripted", PYNCHY_SCRIPTED_DELAY_MS: "4", PYNCHY_LOG_LEVEL: "info" },
+      env: { PATH: process.env.PATH ?? "", PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), PYNCHY_EXECUTOR: executor, PYNCHY_SCRIPTED_DELAY_MS: "4", PYNCHY_LOG_LEVEL: "info" },
       stdio: ["ignore", "ignore", "pipe"]
     })
     let err = ""
@@ -114,7 +116,7 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-crash-"))
   fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
     `dataDir: ${dir}`,
-    "workspaces: [{ id: main }]",
+    `workspaces: [{ id: main${options.sandbox ? ", agentCore: scripted" : ""} }]`,
     "routes: [{ connection: test, place: '*', workspace: main }]",
     `connections: { test: { kind: recording, file: sent.jsonl, idempotent: ${options.idempotent}, delayMs: 3 } }`,
     "limits: { maxConcurrentTurns: 3, maxTurnAttempts: 1000, retryBaseMs: 10 }"
@@ -138,7 +140,7 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
   try {
     await within("first ingest", 60_000, send(5))
     for (let k = 0; k < options.kills; k++) {
-      const host = await startHost(dir, log)
+      const host = await startHost(dir, log, options.sandbox ? "sandbox" : "scripted")
       const feeding = (async () => {
         for (let b = 0; b < 3; b++) {
           await send(1 + Math.floor(random() * 3))
@@ -160,7 +162,7 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
     }
 
     // The last run is not killed: it must finish everything that is left.
-    const host = await startHost(dir, log)
+    const host = await startHost(dir, log, options.sandbox ? "sandbox" : "scripted")
     const deadline = Date.now() + 60_000
     while (Date.now() < deadline) {
       const db = openDb(dbFile)
@@ -216,7 +218,7 @@ const verify = (dbFile: string, channelFile: string, idempotent: boolean, sent: 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const arg = (name: string) => process.argv.indexOf(name)
   const kills = arg("--kills") > 0 ? Number(process.argv[arg("--kills") + 1]) : 100
-  const report = await runCrashDrill({ kills, idempotent: arg("--non-idempotent") < 0, seed: Date.now() % 100000, log: (l) => process.stderr.write(l + "\n") })
+  const report = await runCrashDrill({ kills, idempotent: arg("--non-idempotent") < 0, sandbox: arg("--sandbox") > 0, seed: Date.now() % 100000, log: (l) => process.stderr.write(l + "\n") })
   console.log(JSON.stringify(report, null, 2))
   process.exit(report.problems.length === 0 ? 0 : 1)
 }

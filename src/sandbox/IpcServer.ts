@@ -22,6 +22,8 @@ export interface IpcChannel {
   readonly send: (message: HostMessage) => Effect.Effect<void>
   /** Lines that did not decode (answered with an error, dropped). */
   readonly malformed: () => number
+  /** Whether the runner connected: from then on its `closed` comes after all it wrote. */
+  readonly connected: () => boolean
 }
 
 export const listenIpc = (socketPath: string): Effect.Effect<IpcChannel, IpcListenFailed, Scope.Scope> =>
@@ -71,6 +73,7 @@ export const listenIpc = (socketPath: string): Effect.Effect<IpcChannel, IpcList
     return {
       events,
       send: (message) => Effect.sync(() => connection !== undefined && write(connection, message)),
-      malformed: () => malformed
+      malformed: () => malformed,
+      connected: () => connection !== undefined
     }
   })

@@ -83,8 +83,10 @@ export const make = (options: SandboxExecutor.Options = {}) =>
     const serve = (input: TurnInput, ipc: IpcChannel, exited: Effect.Effect<{ code: number | null }>) =>
       Effect.gen(function* () {
         let replies = 0
-        // The sandbox ending (even before it connected) is an event like any other.
-        yield* Effect.forkScoped(Effect.flatMap(exited, () => Queue.offer(ipc.events, { _tag: "closed" })))
+        // A runner that ends before it connected is over. One that connected is over when its
+        // socket closes, which comes after every line it wrote: the process's exit can be seen
+        // first, and taking it as the end would drop a `done` still in the socket.
+        yield* Effect.forkScoped(Effect.flatMap(exited, () => (ipc.connected() ? Effect.void : Queue.offer(ipc.events, { _tag: "closed" }))))
         while (true) {
           const event = yield* Queue.take(ipc.events)
           switch (event._tag) {

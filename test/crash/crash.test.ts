@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { runCrashDrill } from "../../scripts/crash/driver.js"
+import { skipWithout } from "../support/system.js"
 
 /**
  * Real processes, real SIGKILL: the host is killed at random points while messages stream in,
@@ -23,4 +24,14 @@ describe("crash safety (kill -9 of a real host process)", () => {
     assert.isAbove(report.windows.calledNotMarked, 0)
     assert.isAbove(report.deliveries.unknown ?? 0, 0)
   })
+
+  it.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))(
+    "15 kills with turns in real bwrap sandboxes: nothing lost, nothing duplicated",
+    { timeout: 600_000 },
+    async () => {
+      const report = await runCrashDrill({ kills: 15, idempotent: true, sandbox: true, seed: 5 })
+      assert.deepStrictEqual(report.problems, [])
+      assert.isAbove(report.windows.claimedNotFinished, 0)
+    }
+  )
 })
