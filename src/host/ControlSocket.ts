@@ -61,12 +61,19 @@ export const layer = Layer.scopedDiscard(
 export const wakeHost = (dataDir: string, conversationId: string): Effect.Effect<boolean> =>
   Effect.async<boolean>((resume) => {
     const socket = net.createConnection(controlSocketPath(dataDir))
+    let answered = false
     const done = (ok: boolean) => {
+      if (answered) return
+      answered = true
+      clearTimeout(deadline)
       socket.destroy()
       resume(Effect.succeed(ok))
     }
-    socket.setTimeout(2_000, () => done(false))
+    // A plain timer, not the socket's idle timeout: that one is cleared when the socket closes,
+    // and a host killed after accepting closes it without an answer or an error.
+    const deadline = setTimeout(() => done(false), 2_000)
     socket.once("error", () => done(false))
+    socket.once("close", () => done(false))
     socket.once("data", (d) => done(String(d).includes("\"ok\":true")))
     socket.once("connect", () => socket.write(JSON.stringify({ op: "wake", conversationId }) + "\n"))
   })
