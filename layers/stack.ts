@@ -62,7 +62,8 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const outbox = logged("outbox", Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer)))
   const actions = logged("host actions", Layer.provideMerge(HostActions.layer, Approvals.layer))
   const support = Layer.mergeAll(delegating(parts.executor), parts.rollback, LiveStatus.layer, parts.runtimes)
-  // 5. the queue accepts work (dispatch stays closed until step 9)
+  // 5. the queue accepts work; dispatch stays closed until step 9, so building it before step 4
+  // (which needs the executor's liveness, provided with it) changes nothing the seed orders.
   const queue = logged("queue", Layer.provideMerge(TurnQueue.layer, TurnRunner.layer))
   const pipeline = logged("pipeline", Layer.provideMerge(Layer.merge(Ingest.layer, Recovery.layer), TurnQueue.signalLayer))
   // 4. orphan claims released (needs the liveness of executors; nothing dispatches yet)
