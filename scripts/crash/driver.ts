@@ -119,7 +119,7 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
     `workspaces: [{ id: main${options.sandbox ? ", agentCore: scripted" : ""} }]`,
     "routes: [{ connection: test, place: '*', workspace: main }]",
     `connections: { test: { kind: recording, file: sent.jsonl, idempotent: ${options.idempotent}, delayMs: 3 } }`,
-    "limits: { maxConcurrentTurns: 3, maxTurnAttempts: 1000, retryBaseMs: 10 }"
+    "limits: { maxConcurrentTurns: 3, maxTurnAttempts: 1000, retryBaseMs: 1 }"
   ].join("\n") + "\n")
   const dbFile = path.join(dir, "pynchy.db")
 
@@ -163,7 +163,7 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
 
     // The last run is not killed: it must finish everything that is left.
     const host = await startHost(dir, log, options.sandbox ? "sandbox" : "scripted")
-    const deadline = Date.now() + 60_000
+    const deadline = Date.now() + 120_000
     while (Date.now() < deadline) {
       const db = openDb(dbFile)
       const open = db.prepare(`SELECT

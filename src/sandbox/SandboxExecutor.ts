@@ -86,7 +86,10 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         // A runner that ends before it connected is over. One that connected is over when its
         // socket closes, which comes after every line it wrote: the process's exit can be seen
         // first, and taking it as the end would drop a `done` still in the socket.
-        yield* Effect.forkScoped(Effect.flatMap(exited, () => (ipc.connected() ? Effect.void : Queue.offer(ipc.events, { _tag: "closed" }))))
+        // Its connection can also be accepted after its exit is seen (two handles, one loop turn):
+        // a runner that wrote everything and exited at once gets a grace to be read.
+        const endedUnconnected = Effect.suspend(() => (ipc.connected() ? Effect.void : Queue.offer(ipc.events, { _tag: "closed" })))
+        yield* Effect.forkScoped(Effect.flatMap(exited, () => (ipc.connected() ? Effect.void : Effect.zipRight(Effect.sleep("1 second"), endedUnconnected))))
         while (true) {
           const event = yield* Queue.take(ipc.events)
           switch (event._tag) {
