@@ -1,23 +1,12 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import { AgentSessionStatus, Attachment, AttachmentState } from "../../domain/attachment.js"
+import { AgentSessionStatus, Attachment } from "../../domain/attachment.js"
 import { AttachmentId, ConversationId } from "../../domain/ids.js"
 import { JsonColumn } from "../../db/rows.js"
 import type { AttachmentStore, Attached } from "./AttachmentStore.js"
 
-const AttachmentRow = Schema.Struct({
-  id: AttachmentId,
-  conversationId: ConversationId,
-  runtimeId: Schema.NonEmptyString,
-  provider: Schema.NonEmptyString,
-  sessionRef: Schema.NonEmptyString,
-  state: AttachmentState,
-  replaces: Schema.NullOr(AttachmentId),
-  observationToken: Schema.Int,
-  lastStatus: Schema.NullOr(JsonColumn(AgentSessionStatus)),
-  createdAt: Schema.Number,
-  updatedAt: Schema.Number
-})
+// The domain record, with its last status stored as JSON text.
+const AttachmentRow = Schema.Struct({ ...Attachment.fields, lastStatus: Schema.NullOr(JsonColumn(AgentSessionStatus)) })
 const columns = `id, conversation_id AS conversationId, runtime_id AS runtimeId, provider, session_ref AS sessionRef, state, replaces,
   observation_token AS observationToken, last_status AS lastStatus, created_at AS createdAt, updated_at AS updatedAt`
 const encodeStatus = Schema.encodeSync(JsonColumn(AgentSessionStatus))
