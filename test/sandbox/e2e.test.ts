@@ -17,15 +17,22 @@ const withRuntime = (runtime: "bwrap" | "process", dir: string) => {
   return { ...config, containerRuntime: runtime } as typeof config
 }
 
+/** A test host whose turns run the scripted core in the given sandbox runtime. */
+const scriptedHost = (runtime: "bwrap" | "process") =>
+  Effect.gen(function* () {
+    const dir = tempDir()
+    const runnerPath = yield* Effect.promise(runnerBundle)
+    const config = withRuntime(runtime, dir)
+    const ctx = yield* Layer.build(makeTestHost(config, { executor: sandboxExecutor(config, { runnerPath, defaultCore: "scripted" }) }))
+    const { ingest } = yield* Effect.provide(Ingest, ctx)
+    return { dir, ctx, ingest }
+  })
+
 for (const runtime of ["bwrap", "process"] as const) {
   describe.skipIf(runtime === "bwrap" && skipWithout("bwrap", "apt-get install bubblewrap"))(`a scripted turn through the ${runtime} sandbox`, () => {
     it.scopedLive("an ingested message is answered by the runner and the reply is sent", () =>
       Effect.gen(function* () {
-        const dir = tempDir()
-        const runnerPath = yield* Effect.promise(runnerBundle)
-        const config = withRuntime(runtime, dir)
-        const ctx = yield* Layer.build(makeTestHost(config, { executor: sandboxExecutor(config, { runnerPath, defaultCore: "scripted" }) }))
-        const { ingest } = yield* Effect.provide(Ingest, ctx)
+        const { dir, ctx, ingest } = yield* scriptedHost(runtime)
         yield* ingest(msg("e1", "hello sandbox"))
         const conv = ConversationId.make("test:room")
         const settled = yield* awaitSettled(conv, 1).pipe(Effect.provide(ctx))
@@ -43,11 +50,7 @@ for (const runtime of ["bwrap", "process"] as const) {
 
     it.scopedLive("a failing core fails the turn with its code, and the user gets a notice", () =>
       Effect.gen(function* () {
-        const dir = tempDir()
-        const runnerPath = yield* Effect.promise(runnerBundle)
-        const config = withRuntime(runtime, dir)
-        const ctx = yield* Layer.build(makeTestHost(config, { executor: sandboxExecutor(config, { runnerPath, defaultCore: "scripted" }) }))
-        const { ingest } = yield* Effect.provide(Ingest, ctx)
+        const { ctx, ingest } = yield* scriptedHost(runtime)
         yield* ingest(msg("e1", "!fatal please"))
         const conv = ConversationId.make("test:room")
         const settled = yield* awaitSettled(conv, 1).pipe(Effect.provide(ctx))

@@ -2,6 +2,7 @@ import * as path from "node:path"
 import type { ConnectionRuntime } from "../../runtimes/connection-runtime-contract.js"
 import { definePlugin } from "../../plugins/contract.js"
 import { makeHttpRuntime } from "./HttpRuntime.js"
+import { connectionsOfKind } from "../../plugins/connections.js"
 import { decodeHttpSettings } from "./settings.js"
 
 /**
@@ -13,11 +14,10 @@ export default definePlugin({
   description: "HTTP API on loopback: post messages, read and stream replies (bearer tokens, stored hashed)",
   connectionRuntime: ({ config }) => {
     const runtimes: Array<ConnectionRuntime> = []
-    for (const [name, raw] of Object.entries(config.connections)) {
-      if (raw.kind !== "http") continue
+    for (const { name, raw, routed } of connectionsOfKind(config, "http")) {
+      // Decoded even when unrouted, so bad settings are reported either way.
       const settings = decodeHttpSettings(name, raw)
-      if (!config.routes.some((r) => r.enabled && r.connection === name)) continue
-      runtimes.push(makeHttpRuntime({ name, settings, dataDir: path.resolve(config.dataDir) }))
+      if (routed) runtimes.push(makeHttpRuntime({ name, settings, dataDir: path.resolve(config.dataDir) }))
     }
     return runtimes
   }

@@ -2,6 +2,7 @@ import * as path from "node:path"
 import type { ConnectionRuntime } from "../../runtimes/connection-runtime-contract.js"
 import { definePlugin } from "../../plugins/contract.js"
 import { makeMatrixRuntime } from "./MatrixRuntime.js"
+import { connectionsOfKind } from "../../plugins/connections.js"
 import { decodeMatrixSettings } from "./settings.js"
 
 /**
@@ -14,11 +15,10 @@ export default definePlugin({
   description: "Matrix rooms over the Client-Server API (sync loop, durable cursor, idempotent sends; no E2EE)",
   connectionRuntime: ({ config }) => {
     const runtimes: Array<ConnectionRuntime> = []
-    for (const [name, raw] of Object.entries(config.connections)) {
-      if (raw.kind !== "matrix") continue
+    for (const { name, raw, routed } of connectionsOfKind(config, "matrix")) {
+      // Decoded even when unrouted, so bad settings are reported either way.
       const settings = decodeMatrixSettings(name, raw)
-      if (!config.routes.some((r) => r.enabled && r.connection === name)) continue
-      runtimes.push(makeMatrixRuntime({ name, settings, dataDir: path.resolve(config.dataDir) }))
+      if (routed) runtimes.push(makeMatrixRuntime({ name, settings, dataDir: path.resolve(config.dataDir) }))
     }
     return runtimes
   }

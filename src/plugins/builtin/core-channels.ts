@@ -4,6 +4,7 @@ import { recordingChannel } from "../../channels/recording.js"
 import { stdoutChannel } from "../../channels/stdout.js"
 import { problemsOf } from "../../domain/problems.js"
 import type { Channel } from "../../pipeline/channel-contract.js"
+import { connectionsOfKind } from "../connections.js"
 import { definePlugin } from "../contract.js"
 
 const RecordingSettings = Schema.Struct({
@@ -24,9 +25,8 @@ export default definePlugin({
   description: "stdout for the cli connection; file-backed recording channels",
   createChannel: ({ config }) => {
     const channels: Array<Channel> = [stdoutChannel("cli")]
-    for (const [name, settings] of Object.entries(config.connections)) {
-      if (settings.kind !== "recording") continue
-      const decoded = decodeRecording(settings, { errors: "all" })
+    for (const { name, raw } of connectionsOfKind(config, "recording")) {
+      const decoded = decodeRecording(raw, { errors: "all" })
       if (Either.isLeft(decoded)) {
         throw new Error(`connections.${name}: ${problemsOf(decoded.left).map((p) => `${p.path}: ${p.reason}`).join("; ")}`)
       }
