@@ -49,6 +49,8 @@ const startOverhead = async (): Promise<Array<Row>> => {
     sandboxId: "be0000000001",
     workspaceDir: path.join(root, "w"),
     sessionDir: path.join(root, "s"),
+    hostDir: path.join(root, "h"),
+    turnFile: path.join(root, "h", "turn.json"),
     skills: [],
     ipcSocket: path.join(root, "ipc.sock"),
     gatewaySocket: null,
@@ -57,6 +59,8 @@ const startOverhead = async (): Promise<Array<Row>> => {
   }
   fs.mkdirSync(spec.workspaceDir)
   fs.mkdirSync(spec.sessionDir)
+  fs.mkdirSync(spec.hostDir)
+  fs.writeFileSync(spec.turnFile, "{}")
   fs.writeFileSync(spec.ipcSocket, "")
   fs.writeFileSync(spec.entry, "")
   const bwrap = Bwrap.make()

@@ -1,6 +1,6 @@
 /**
  * The in-sandbox agent runner (bundled to dist/runner.mjs). It reads the turn from
- * `$PYNCHY_SESSION_DIR/turn.json`, runs the selected core, and streams events to the host over
+ * `$PYNCHY_TURN_FILE` (host-written, read-only to it), runs the selected core, and streams events to the host over
  * `$PYNCHY_IPC_SOCKET`. It knows only the gateway socket and its turn token; it writes a
  * transcript (no token) into the session folder. It never prints message content to stderr.
  */
@@ -15,6 +15,7 @@ import { connectIpc, type IpcClient } from "./ipc-client.js"
 
 const env = process.env
 const sessionDir = env.PYNCHY_SESSION_DIR ?? "/session"
+const turnFile = env.PYNCHY_TURN_FILE ?? "/run/turn.json"
 const skillsDir = env.PYNCHY_SKILLS_DIR ?? "/skills"
 const transcriptFile = path.join(sessionDir, "transcript.jsonl")
 
@@ -42,11 +43,11 @@ const systemPrompt = (turn: TurnSpec): string => {
 const readTurn = (): Either.Either<TurnSpec, string> => {
   let raw: unknown
   try {
-    raw = JSON.parse(fs.readFileSync(path.join(sessionDir, "turn.json"), "utf8"))
+    raw = JSON.parse(fs.readFileSync(turnFile, "utf8"))
   } catch {
-    return Either.left("turn.json is missing or not JSON")
+    return Either.left("the turn file is missing or not JSON")
   }
-  return Either.mapLeft(decodeTurnSpec(raw), () => "turn.json does not match the turn schema")
+  return Either.mapLeft(decodeTurnSpec(raw), () => "the turn file does not match the turn schema")
 }
 
 const fail = (ipc: IpcClient, code: string, message: string, retryable: boolean) => {

@@ -1,8 +1,12 @@
 /**
- * Runs each turn in a sandbox: prepare the session folder (turn.json, skills, sockets), mint the
- * turn's gateway token, start the runner in the selected container runtime, serve its IPC
- * (replies become deliveries, tool calls become host actions under policy), and on scope close
- * kill the sandbox, revoke the token and record the outcome in the session folder.
+ * Runs each turn in a sandbox: prepare the host-only folder (turn spec, IPC socket, liveness) and
+ * the agent-writable session folder, mint the turn's gateway token, start the runner in the
+ * selected container runtime, serve its IPC (replies become deliveries, tool calls become host
+ * actions under policy), and on scope close kill the sandbox, revoke the token and record the
+ * outcome in the host-only folder.
+ *
+ * Trust boundary: the session and workspace folders are the agent's. The host never writes a
+ * record there, and never reads one back from there to decide anything (docs/sandbox.md).
  */
 import { Clock, Context, Effect, Layer, Option, Queue, Redacted, Schema } from "effect"
 import { randomBytes } from "node:crypto"
@@ -40,13 +44,17 @@ const SandboxRecord = Schema.parseJson(Schema.Struct({ runtime: Schema.String, i
 
 const SID = /^sandbox:([a-f0-9]{12})$/
 const sessionsDir = (dataDir: string) => path.join(dataDir, "sessions")
+/** Host-only: never mounted into a sandbox, so nothing in it was written by an agent. */
+const hostDirOf = (dataDir: string, sid: string) => path.join(dataDir, "sandboxes", sid)
 const folderOf = (dataDir: string, w: Workspace) =>
   w.folder !== undefined && path.isAbsolute(w.folder) ? w.folder : path.join(dataDir, "workspaces", w.folder ?? w.id)
 
-/** A unix socket path must fit in 108 bytes; a deep data dir falls back to the temp folder. */
-const ipcPathFor = (sessionDir: string, sid: string) => {
-  const inSession = path.join(sessionDir, "ipc.sock")
-  return Buffer.byteLength(inSession) < 100 ? inSession : path.join(os.tmpdir(), `pynchy-ipc-${sid}.sock`)
+/** A unix socket path must fit in 108 bytes; a deep data dir falls back to a private temp folder. */
+const ipcPathFor = (hostDir: string, sid: string) => {
+  const inHost = path.join(hostDir, "ipc.sock")
+  if (Buffer.byteLength(inHost) < 100) return inHost
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `pynchy-ipc-${sid}-`))
+  return path.join(dir, "ipc.sock")
 }
 
 const failed = (code: string, reason: string, retryable: boolean) => new TurnFailed({ code, reason, retryable })
@@ -76,8 +84,8 @@ export const make = (options: SandboxExecutor.Options = {}) =>
     const modelFor = (w: Workspace): string | null =>
       Option.isNone(gateway) ? null : w.model ?? providers.find((p) => p.models.length > 0)?.models[0] ?? null
 
-    const record = (sessionDir: string, name: string, value: unknown) =>
-      Effect.sync(() => fs.writeFileSync(path.join(sessionDir, name), JSON.stringify(value), { mode: 0o600 }))
+    const record = (hostDir: string, name: string, value: unknown) =>
+      Effect.sync(() => fs.writeFileSync(path.join(hostDir, name), JSON.stringify(value), { mode: 0o600 }))
 
     /** Serves the runner until `done`, a fatal error, or its end. */
     const serve = (input: TurnInput, ipc: IpcChannel, exited: Effect.Effect<{ code: number | null }>) =>
@@ -136,9 +144,13 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       if (!fs.existsSync(runnerPath)) return yield* failed("runner_missing", "the runner bundle is missing (npm run build)", false)
 
       const sessionDir = path.join(sessionsDir(dataDir), sid)
+      const hostDir = hostDirOf(dataDir, sid)
       const workspaceDir = folderOf(dataDir, w)
       yield* Effect.sync(() => {
-        fs.mkdirSync(sessionDir, { recursive: true, mode: 0o700 })
+        fs.mkdirSync(path.dirname(hostDir), { recursive: true, mode: 0o700 })
+        fs.mkdirSync(hostDir, { mode: 0o700 })
+        fs.mkdirSync(path.dirname(sessionDir), { recursive: true, mode: 0o700 })
+        fs.mkdirSync(sessionDir, { mode: 0o700 })
         fs.mkdirSync(workspaceDir, { recursive: true })
       })
       const skills = skillsFor(w, registry.skills.map((s) => s.value), workspaceDir)
@@ -156,7 +168,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         api: entry.api === "messages" ? "messages" : "chat",
         maxToolRounds: options.maxToolRounds ?? 8
       }
-      yield* record(sessionDir, "turn.json", turn)
+      yield* record(hostDir, "turn.json", turn)
 
       const now = yield* Clock.currentTimeMillis
       const token = Option.isSome(gateway) && model !== null
@@ -166,12 +178,14 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         ))
         : Option.none()
 
-      const ipcSocket = ipcPathFor(sessionDir, sid)
+      const ipcSocket = ipcPathFor(hostDir, sid)
       const ipc = yield* listenIpc(ipcSocket).pipe(Effect.mapError((e) => failed("ipc_failed", `cannot listen for the runner (${e.reason})`, true)))
       const spec: SandboxSpec = {
         sandboxId: sid,
         workspaceDir,
         sessionDir,
+        hostDir,
+        turnFile: path.join(hostDir, "turn.json"),
         skills: skills.map((s) => ({ name: s.name, path: s.path })),
         ipcSocket,
         gatewaySocket: Option.isSome(token) ? gateway.pipe(Option.flatMap((g) => Option.fromNullable(g.socketPath)), Option.getOrNull) : null,
@@ -186,12 +200,12 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         ),
         (h) => Effect.promise(() => Promise.resolve(runtime.kill(h.id)).catch(() => undefined))
       )
-      yield* record(sessionDir, "sandbox.json", { runtime: runtime.name, id: handle.id })
+      yield* record(hostDir, "sandbox.json", { runtime: runtime.name, id: handle.id })
       const exited = Effect.promise(() => handle.exited)
       const started = yield* Clock.currentTimeMillis
       const outcome = yield* Effect.either(serve(input, ipc, exited))
       const malformed = ipc.malformed()
-      yield* record(sessionDir, "outcome.json", {
+      yield* record(hostDir, "outcome.json", {
         turn: input.turn.id,
         runtime: runtime.name,
         core,
@@ -206,7 +220,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       const m = SID.exec(executor)
       return m === null
         ? Effect.succeedNone
-        : Effect.try(() => fs.readFileSync(path.join(sessionsDir(dataDir), m[1]!, "sandbox.json"), "utf8")).pipe(
+        : Effect.try(() => fs.readFileSync(path.join(hostDirOf(dataDir, m[1]!), "sandbox.json"), "utf8")).pipe(
           Effect.flatMap(Schema.decodeUnknown(SandboxRecord)),
           Effect.option
         )

@@ -1,6 +1,6 @@
 /**
  * The one IPC contract between the host and the in-sandbox runner: the turn file the runner reads
- * (`/session/turn.json`) and every JSON line either side writes on the per-turn unix socket. Both
+ * (`$PYNCHY_TURN_FILE`, written by the host where the agent cannot) and every JSON line either side writes on the per-turn unix socket. Both
  * sides decode with these Schemas; a line that does not decode is answered with a non-fatal
  * `error` message and dropped, never thrown.
  */
@@ -32,7 +32,7 @@ export const TurnMessage = Schema.Struct({
   createdAt: Schema.Number
 })
 
-/** `turn.json`: everything the runner needs except secrets (the token comes in the env). */
+/** The turn file: everything the runner needs except secrets (the token comes in the env). */
 export const TurnSpec = Schema.Struct({
   version: Schema.Literal(1),
   turnId: Schema.Number,

@@ -8,9 +8,16 @@ import type { ContainerRuntime } from "../plugins/contract.js"
 export interface SandboxSpec {
   /** The host's id for this sandbox (`[a-f0-9]{12}`), used for names (cgroup, container). */
   readonly sandboxId: string
-  /** Host folders; the runtime decides where the runner sees them. */
+  /** Host folders the agent may write; the runtime decides where the runner sees them. */
   readonly workspaceDir: string
   readonly sessionDir: string
+  /**
+   * The host-only folder of this sandbox (0700, never mounted): `runner.log` is written here.
+   * Nothing the agent can write is ever opened from it.
+   */
+  readonly hostDir: string
+  /** The turn spec (a host-only file), mounted read-only at `PYNCHY_TURN_FILE`. */
+  readonly turnFile: string
   /** Skill folders to mount read-only, each at `<skills dir>/<name>`. */
   readonly skills: ReadonlyArray<{ readonly name: string; readonly path: string }>
   readonly ipcSocket: string
@@ -49,6 +56,7 @@ export interface SandboxRuntime extends ContainerRuntime {
 
 /** The env variables through which the runner finds its folders and sockets. */
 export interface RunnerPaths {
+  readonly PYNCHY_TURN_FILE: string
   readonly PYNCHY_SESSION_DIR: string
   readonly PYNCHY_WORKSPACE_DIR: string
   readonly PYNCHY_SKILLS_DIR: string
@@ -58,6 +66,7 @@ export interface RunnerPaths {
 
 /** The paths inside bwrap and docker. */
 export const SANDBOX_PATHS: RunnerPaths = {
+  PYNCHY_TURN_FILE: "/run/turn.json",
   PYNCHY_SESSION_DIR: "/session",
   PYNCHY_WORKSPACE_DIR: "/workspace",
   PYNCHY_SKILLS_DIR: "/skills",

@@ -41,11 +41,11 @@ for (const runtime of ["bwrap", "process"] as const) {
         const turn = yield* awaitTurnEnd(conv).pipe(Effect.provide(ctx))
         assert.strictEqual(turn.status, "completed")
         assert.match(turn.owner!.executor, /^sandbox:[a-f0-9]{12}$/)
-        const session = path.join(dir, "sessions", turn.owner!.executor.slice("sandbox:".length))
-        const outcome = JSON.parse(fs.readFileSync(path.join(session, "outcome.json"), "utf8"))
+        const sid = turn.owner!.executor.slice("sandbox:".length)
+        const outcome = JSON.parse(fs.readFileSync(path.join(dir, "sandboxes", sid, "outcome.json"), "utf8"))
         assert.strictEqual(outcome.status, "done")
         assert.strictEqual(outcome.runtime, runtime)
-        assert.include(fs.readFileSync(path.join(session, "transcript.jsonl"), "utf8"), "\"kind\":\"done\"")
+        assert.include(fs.readFileSync(path.join(dir, "sessions", sid, "transcript.jsonl"), "utf8"), "\"kind\":\"done\"")
       }))
 
     it.scopedLive("a failing core fails the turn with its code, and the user gets a notice", () =>

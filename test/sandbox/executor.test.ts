@@ -54,7 +54,7 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("sandbox exe
       const replies: Array<string> = []
       yield* execute(inputFor(id, workspace, ["hi"], replies))
       assert.deepStrictEqual(replies, ["echo: hi"])
-      const turn = JSON.parse(fs.readFileSync(path.join(dir, "sessions", id.slice("sandbox:".length), "turn.json"), "utf8"))
+      const turn = JSON.parse(fs.readFileSync(path.join(dir, "sandboxes", id.slice("sandbox:".length), "turn.json"), "utf8"))
       assert.deepStrictEqual(turn.skills.map((s: { name: string }) => s.name), ["core", "extra-a", "local-one"])
       assert.notInclude(JSON.stringify(turn), "PYNCHY_TURN_TOKEN")
     }))
@@ -69,7 +69,7 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("sandbox exe
       const id = yield* allocate(ConversationId.make("test:room"))
       assert.isFalse(yield* liveness.isAlive(id))
       const fiber = yield* Effect.fork(execute(inputFor(id, Workspace.make({ id: WorkspaceId.make("main") }), ["!hang"], [])))
-      const record = path.join(dir, "sessions", id.slice("sandbox:".length), "sandbox.json")
+      const record = path.join(dir, "sandboxes", id.slice("sandbox:".length), "sandbox.json")
       while (!fs.existsSync(record)) yield* Effect.sleep("5 millis")
       assert.isTrue(yield* liveness.isAlive(id))
       yield* Fiber.interrupt(fiber)

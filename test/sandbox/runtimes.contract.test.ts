@@ -29,8 +29,10 @@ const TOKEN = "tok-contract-canary-123456"
 
 const setup = Effect.gen(function* () {
   const root = tempDir("pynchy-rt-")
-  const dirs = { workspaceDir: path.join(root, "w"), sessionDir: path.join(root, "s"), skill: path.join(root, "skill") }
+  const dirs = { workspaceDir: path.join(root, "w"), sessionDir: path.join(root, "s"), hostDir: path.join(root, "h"), skill: path.join(root, "skill") }
   for (const d of Object.values(dirs)) fs.mkdirSync(d)
+  const turnFile = path.join(dirs.hostDir, "turn.json")
+  fs.writeFileSync(turnFile, "{}")
   fs.writeFileSync(path.join(dirs.skill, "SKILL.md"), "---\nname: probe-skill\n---\nthe probe skill\n")
   const ipcSocket = path.join(root, "ipc.sock")
   const ipc = net.createServer((s) => s.destroy()).listen(ipcSocket)
@@ -39,6 +41,8 @@ const setup = Effect.gen(function* () {
     sandboxId: Math.random().toString(16).slice(2, 14).padEnd(12, "0"),
     workspaceDir: dirs.workspaceDir,
     sessionDir: dirs.sessionDir,
+    hostDir: dirs.hostDir,
+    turnFile,
     skills: [{ name: "probe-skill", path: dirs.skill }],
     ipcSocket,
     gatewaySocket: null,
@@ -55,7 +59,7 @@ const contract = (name: string, make: () => SandboxRuntime, isolates: boolean) =
       const runtime = make()
       const handle = yield* Effect.promise(() => runtime.start(spec(false)))
       const exit = yield* Effect.promise(() => handle.exited)
-      assert.strictEqual(exit.code, 0, fs.readFileSync(path.join(dirs.sessionDir, "runner.log"), "utf8"))
+      assert.strictEqual(exit.code, 0, fs.readFileSync(path.join(dirs.hostDir, "runner.log"), "utf8"))
       const probe = JSON.parse(fs.readFileSync(path.join(dirs.sessionDir, "probe.json"), "utf8"))
       const allowed = (k: string) => ["PATH", "HOME", "PWD", "PYNCHY_TURN_TOKEN"].includes(k) || k.startsWith("PYNCHY_") || k.startsWith("PROBE_")
       assert.deepStrictEqual(probe.envKeys.filter((k: string) => !allowed(k)), [])

@@ -38,6 +38,9 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("bwrap sandb
       const sessionDir = path.join(root, "session")
       fs.mkdirSync(workspaceDir)
       fs.mkdirSync(sessionDir)
+      const hostDir = path.join(root, "host")
+      fs.mkdirSync(hostDir)
+      fs.writeFileSync(path.join(hostDir, "turn.json"), "{}")
       // The canary on the host: in the environment, and in a file next to the sandbox's folders.
       const saved = { o: process.env.OPENAI_API_KEY, a: process.env.ANTHROPIC_API_KEY }
       process.env.OPENAI_API_KEY = CANARY
@@ -56,6 +59,8 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("bwrap sandb
         sandboxId: "5ec0000000aa",
         workspaceDir,
         sessionDir,
+        hostDir,
+        turnFile: path.join(hostDir, "turn.json"),
         skills: [],
         ipcSocket,
         gatewaySocket: null,
@@ -65,7 +70,7 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("bwrap sandb
       const runtime = Bwrap.make()
       const handle = yield* Effect.promise(() => runtime.start(spec))
       const exit = yield* Effect.promise(() => handle.exited)
-      assert.strictEqual(exit.code, 0, fs.readFileSync(path.join(sessionDir, "runner.log"), "utf8"))
+      assert.strictEqual(exit.code, 0, fs.readFileSync(path.join(hostDir, "runner.log"), "utf8"))
       const probe = JSON.parse(fs.readFileSync(path.join(sessionDir, "probe.json"), "utf8"))
       assert.deepStrictEqual(probe.found, [], "the canary is visible inside the sandbox")
       assert.notInclude(probe.envKeys, "OPENAI_API_KEY")
@@ -87,7 +92,7 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("bwrap sandb
 
   it("the arguments unshare every namespace, clear the env, drop capabilities and die with the parent", () => {
     const args = Bwrap.bwrapArgs({
-      sandboxId: "000000000001", workspaceDir: "/w", sessionDir: "/s", skills: [], ipcSocket: "/i", gatewaySocket: "/g", entry: "/e", env: {}
+      sandboxId: "000000000001", workspaceDir: "/w", sessionDir: "/s", hostDir: "/h", turnFile: "/h/turn.json", skills: [], ipcSocket: "/i", gatewaySocket: "/g", entry: "/e", env: {}
     }, "/usr/bin/node")
     for (const flag of ["--unshare-all", "--unshare-user", "--disable-userns", "--clearenv", "--die-with-parent", "--new-session"]) assert.include(args, flag)
     assert.strictEqual(args[args.indexOf("--cap-drop") + 1], "ALL")

@@ -98,8 +98,8 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("turns throu
       assert.deepStrictEqual(upstream.hits[0]!.body.tools.map((t: any) => t.function.name), ["hello__greet"])
       assert.strictEqual(upstream.hits[1]!.body.messages.at(-1).role, "tool")
       // Nothing the sandbox could see or wrote holds the key.
-      const session = path.join(dir, "sessions", turn.owner!.executor.slice("sandbox:".length))
-      const files = filesUnder(session)
+      const sid = turn.owner!.executor.slice("sandbox:".length)
+      const files = [...filesUnder(path.join(dir, "sessions", sid)), ...filesUnder(path.join(dir, "sandboxes", sid))]
       assert.includeMembers(files.map((f) => path.basename(f)), ["turn.json", "transcript.jsonl", "outcome.json", "runner.log"])
       for (const f of files) assert.notInclude(fs.readFileSync(f, "latin1"), CANARY, f)
       for (const f of filesUnder(path.join(dir, "workspaces"))) assert.notInclude(fs.readFileSync(f, "latin1"), CANARY, f)

@@ -41,6 +41,7 @@ export const bwrapArgs = (spec: SandboxSpec, node: string): Array<string> => {
   if (!node.startsWith("/usr/")) args.push("--ro-bind", prefix, prefix)
   args.push(
     "--ro-bind", spec.entry, ENTRY_INSIDE,
+    "--ro-bind", spec.turnFile, SANDBOX_PATHS.PYNCHY_TURN_FILE,
     "--bind", spec.workspaceDir, SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR,
     "--bind", spec.sessionDir, SANDBOX_PATHS.PYNCHY_SESSION_DIR,
     "--dir", SANDBOX_PATHS.PYNCHY_SKILLS_DIR
@@ -97,7 +98,7 @@ export const make = (options: BwrapOptions = {}): SandboxRuntime => {
         argsFd: bwrapArgs(spec, node),
         env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
         cwd: spec.sessionDir,
-        sessionDir: spec.sessionDir,
+        hostDir: spec.hostDir,
         ...(cgroup !== undefined ? { onExit: cgroup.remove } : {})
       })
     },

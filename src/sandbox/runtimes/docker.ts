@@ -35,6 +35,7 @@ export const dockerArgs = (spec: SandboxSpec, image: string): { args: Array<stri
     "--tmpfs", "/tmp",
     "--workdir", SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR,
     "-v", `${spec.entry}:${ENTRY_INSIDE}:ro`,
+    "-v", `${spec.turnFile}:${SANDBOX_PATHS.PYNCHY_TURN_FILE}:ro`,
     "-v", `${spec.workspaceDir}:${SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR}`,
     "-v", `${spec.sessionDir}:${SANDBOX_PATHS.PYNCHY_SESSION_DIR}`,
     "-v", `${spec.ipcSocket}:${SANDBOX_PATHS.PYNCHY_IPC_SOCKET}`
@@ -68,7 +69,7 @@ export const make = (options: DockerOptions = {}): SandboxRuntime => {
         args,
         env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
         cwd: spec.sessionDir,
-        sessionDir: spec.sessionDir,
+        hostDir: spec.hostDir,
         idOf: () => name
       })
     },

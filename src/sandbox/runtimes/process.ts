@@ -23,6 +23,7 @@ export const make = (options: { readonly node?: string } = {}): SandboxRuntime =
       fs.symlinkSync(skill.path, link)
     }
     const env = runnerEnv(spec, {
+      PYNCHY_TURN_FILE: spec.turnFile,
       PYNCHY_SESSION_DIR: spec.sessionDir,
       PYNCHY_WORKSPACE_DIR: spec.workspaceDir,
       PYNCHY_SKILLS_DIR: skillsDir,
@@ -34,7 +35,7 @@ export const make = (options: { readonly node?: string } = {}): SandboxRuntime =
       args: [spec.entry],
       env,
       cwd: spec.sessionDir,
-      sessionDir: spec.sessionDir
+      hostDir: spec.hostDir
     })
   },
   kill: async (id) => killProcess(id),

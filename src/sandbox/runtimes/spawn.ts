@@ -1,4 +1,4 @@
-/** Starting a sandbox process: detached (its own process group, killed as one), stderr into the session's runner.log. */
+/** Starting a sandbox process: detached (its own process group, killed as one), stderr into runner.log in the host-only folder. */
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -10,8 +10,8 @@ export interface SpawnOptions {
   readonly args: ReadonlyArray<string>
   readonly env: Record<string, string>
   readonly cwd: string
-  /** stdout and stderr go to `<sessionDir>/runner.log`. */
-  readonly sessionDir: string
+  /** stdout and stderr go to `<hostDir>/runner.log` (host-only: the agent cannot plant a link there). */
+  readonly hostDir: string
   /** Arguments handed over on fd 3, NUL-separated (bwrap `--args 3`): never on a command line `ps` shows. */
   readonly argsFd?: ReadonlyArray<string>
   /** Called once the process has ended (cleanup of cgroups, etc.). */
@@ -22,7 +22,7 @@ export interface SpawnOptions {
 
 export const spawnSandbox = (options: SpawnOptions): Promise<SandboxHandle> =>
   new Promise((resolve, reject) => {
-    const log = fs.openSync(path.join(options.sessionDir, "runner.log"), "a", 0o600)
+    const log = fs.openSync(path.join(options.hostDir, "runner.log"), fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW, 0o600)
     let child
     try {
       child = spawn(options.command, options.args, {
