@@ -6,6 +6,10 @@ import { makeCli } from "../src/cli/main.js"
 import * as Logging from "../src/cli/logger.js"
 import { ClientLive, makeHostLive } from "./default.js"
 
+// Everything the host creates (database, WAL, status, sockets, session folders) is its owner's
+// alone unless a mode says otherwise.
+process.umask(0o077)
+
 const cli = makeCli({ makeHost: makeHostLive, client: ClientLive })
 
 cli(process.argv).pipe(

@@ -1,17 +1,32 @@
 import { Cause, HashMap, Layer, List, Logger, LogLevel } from "effect"
 
+// Codes, reasons and names that an agent or a peer chose reach log lines. No such text may start
+// a line of its own or pass for another field: control characters are escaped, a field value
+// that is not one plain word is JSON-quoted, and the lines of a cause are indented under a bar.
+const CONTROL = /[\u0000-\u001f\u007f\u2028\u2029]/g
+const escapeText = (text: string) => text.replace(CONTROL, (c) => JSON.stringify(c).slice(1, -1))
+const PLAIN = /^[A-Za-z0-9_.:/@+-]*$/
+const fieldValue = (v: unknown): string => {
+  const text = typeof v === "string" ? v : JSON.stringify(v) ?? String(v)
+  return PLAIN.test(text) ? text : JSON.stringify(text)
+}
+
 /**
  * One line per event on stderr: `12:00:00.123 INFO  message key=value`. stdout stays for the
  * command's own output (chat, JSON), so logs never mix into it.
  */
-const line = Logger.make(({ logLevel, message, date, annotations, cause, spans }) => {
+export const formatLine = ({ logLevel, message, date, annotations, cause, spans }: Logger.Logger.Options<unknown>): string => {
   const time = date.toISOString().slice(11, 23)
-  const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
+  const text = escapeText(Array.isArray(message) ? message.map(String).join(" ") : String(message))
   const fields: Array<string> = []
-  for (const [k, v] of HashMap.toEntries(annotations)) fields.push(`${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
-  for (const span of List.toArray(spans)) fields.push(`${span.label}=${date.getTime() - span.startTime}ms`)
-  const tail = Cause.isEmpty(cause) ? "" : `\n${Cause.pretty(cause)}`
-  process.stderr.write(`${time} ${logLevel.label.padEnd(5)} ${text}${fields.length ? " " + fields.join(" ") : ""}${tail}\n`)
+  for (const [k, v] of HashMap.toEntries(annotations)) fields.push(`${escapeText(k)}=${fieldValue(v)}`)
+  for (const span of List.toArray(spans)) fields.push(`${escapeText(span.label)}=${date.getTime() - span.startTime}ms`)
+  const tail = Cause.isEmpty(cause) ? "" : Cause.pretty(cause).split("\n").map((l) => `\n  | ${escapeText(l)}`).join("")
+  return `${time} ${logLevel.label.padEnd(5)} ${text}${fields.length ? " " + fields.join(" ") : ""}${tail}\n`
+}
+
+const line = Logger.make((options) => {
+  process.stderr.write(formatLine(options))
 })
 
 const level = (name: string | undefined) =>

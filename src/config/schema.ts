@@ -36,7 +36,13 @@ export class Limits extends Schema.Class<Limits>("Limits")({
   runtimeCloseTimeoutMs: Schema.optionalWith(Millis, { default: () => 10_000 }),
   runtimeReadyTimeoutMs: Schema.optionalWith(Millis, { default: () => 30_000 }),
   readinessCheckMs: Schema.optionalWith(Millis, { default: () => 1_000 }),
-  shutdownTimeoutMs: Schema.optionalWith(Millis, { default: () => 15_000 })
+  shutdownTimeoutMs: Schema.optionalWith(Millis, { default: () => 15_000 }),
+  /** Session and sandbox folders older than this are removed (turns never last that long). */
+  sessionRetentionDays: Schema.optionalWith(PositiveInt, { default: () => 7 }),
+  /** After a turn, a workspace folder past this size earns the conversation a notice. */
+  workspaceMaxMb: Schema.optionalWith(PositiveInt, { default: () => 2_048 }),
+  /** Replies one turn may send; the next one fails the turn (`too_many_replies`). */
+  maxRepliesPerTurn: Schema.optionalWith(PositiveInt, { default: () => 50 })
 }) {}
 
 /** Settings of a named connection; `kind` picks the plugin that serves it, the rest is the plugin's. */

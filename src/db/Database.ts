@@ -36,14 +36,41 @@ export const layerFile = (filename: string) =>
 /** A fresh in-memory database, migrated: for tests and throwaway hosts. */
 export const layerMemory = Layer.suspend(() => layerFile(":memory:"))
 
-/** The host database: `<dataDir>/pynchy.db`, creating the data dir. */
+/**
+ * The data dir holds every conversation: it is created 0700, and a wider one that already holds
+ * the database is tightened (a folder without the database may be someone else's: it is only
+ * reported). Returns whether it was left wider than 0700.
+ */
+const privateDataDir = (dataDir: string, databaseFile: string): boolean => {
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  const stat = fs.statSync(dataDir)
+  if ((stat.mode & 0o077) === 0) return false
+  if (!fs.existsSync(databaseFile) || stat.uid !== process.getuid?.()) return true
+  fs.chmodSync(dataDir, 0o700)
+  return false
+}
+
+/** The database and its WAL files are the owner's alone (0600), whatever the umask. */
+const privateFiles = (databaseFile: string) =>
+  Effect.sync(() => {
+    for (const file of [databaseFile, `${databaseFile}-wal`, `${databaseFile}-shm`]) {
+      try {
+        fs.chmodSync(file, 0o600)
+      } catch {
+        // not there (yet): SQLite creates the WAL files with the database's mode
+      }
+    }
+  })
+
+/** The host database: `<dataDir>/pynchy.db`, creating the data dir (0700) and keeping its files 0600. */
 export const layer = Layer.unwrapEffect(
   Effect.gen(function* () {
     const { dataDir, databaseFile } = yield* HostConfig
-    yield* Effect.try({
-      try: () => fs.mkdirSync(path.dirname(databaseFile), { recursive: true }),
+    const wide = yield* Effect.try({
+      try: () => privateDataDir(path.dirname(databaseFile), databaseFile),
       catch: (e) => new DatabaseUnavailable({ file: databaseFile, reason: `cannot create ${dataDir}: ${(e as Error).message}` })
     })
-    return layerFile(databaseFile)
+    if (wide) yield* Effect.logWarning("the data dir is readable by other users (chmod 700 it)").pipe(Effect.annotateLogs({ dataDir }))
+    return Layer.tap(layerFile(databaseFile), () => privateFiles(databaseFile))
   })
 )

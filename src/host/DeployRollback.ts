@@ -22,9 +22,9 @@ export const readMarker = (dataDir: string): Option.Option<DeployMarker> => {
 }
 
 export const writeMarker = (dataDir: string, marker: DeployMarker) => {
-  fs.mkdirSync(dataDir, { recursive: true })
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
   const tmp = `${markerPath(dataDir)}.tmp`
-  fs.writeFileSync(tmp, JSON.stringify(marker))
+  fs.writeFileSync(tmp, JSON.stringify(marker), { mode: 0o600 })
   fs.renameSync(tmp, markerPath(dataDir))
 }
 

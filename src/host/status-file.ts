@@ -15,7 +15,7 @@ export const statusFilePath = (dataDir: string) => path.join(dataDir, "status.js
 export const writeStatusFile = (dataDir: string, status: LiveStatus): void => {
   const file = statusFilePath(dataDir)
   const tmp = `${file}.${process.pid}.tmp`
-  fs.writeFileSync(tmp, JSON.stringify(status))
+  fs.writeFileSync(tmp, JSON.stringify(status), { mode: 0o600 })
   fs.renameSync(tmp, file)
 }
 

@@ -29,6 +29,8 @@ export interface TurnInput {
    * its earlier replies recorded and sends nothing twice.
    */
   readonly reply: (text: string) => Effect.Effect<void>
+  /** Records a host notice to the conversation (not the agent's words), once per `key` in this turn. */
+  readonly notice: (key: string, text: string) => Effect.Effect<void>
 }
 
 export declare namespace AgentExecutor {

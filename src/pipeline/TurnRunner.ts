@@ -63,7 +63,8 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
           conversation: conversation.value,
           workspace: workspace.value,
           messages: yield* messages.byIds(started.messageIds),
-          reply: (text) => Effect.suspend(() => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey: `t${turn.id}:${n++}`, kind: "reply", text }]))
+          reply: (text) => Effect.suspend(() => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey: `t${turn.id}:${n++}`, kind: "reply", text }])),
+          notice: (key, text) => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey: `t${turn.id}:${key}`, kind: "notice", text }])
         }
         return input
       })

@@ -156,35 +156,39 @@ const parseYamlFrontmatter = (block: string): Either.Either<Record<string, unkno
   }
 }
 
-const readFrontmatter = (file: string): Either.Either<Record<string, unknown>, string> => {
-  const match = /^---\r?\n([\s\S]*?)\r?\n---(\r?\n|$)/.exec(fs.readFileSync(file, "utf8"))
+const frontmatterOf = (text: string): Either.Either<Record<string, unknown>, string> => {
+  const match = /^---\r?\n([\s\S]*?)\r?\n---(\r?\n|$)/.exec(text)
   return match === null ? Either.right({}) : parseFrontmatter(match[1] ?? "")
 }
 
+/** A skill folder from the text of its SKILL.md (read by the caller, who decides how far to trust the file). */
+export const skillFolderFrom = (folder: string, text: string): Checked<SkillFolder> =>
+  Either.match(frontmatterOf(text), {
+    onLeft: (reason) => Either.left([`${path.join(folder, "SKILL.md")}: ${reason}`]),
+    onRight: (fm) => {
+      const name = typeof fm.name === "string" && fm.name.trim() !== "" ? fm.name.trim() : path.basename(folder)
+      return Either.right({
+        name,
+        value: {
+          name,
+          path: folder,
+          ...(typeof fm.description === "string" ? { description: fm.description } : {}),
+          ...(typeof fm.tier === "string" ? { tier: fm.tier } : {})
+        }
+      })
+    }
+  })
+
+// A plugin's skill folder is operator-installed code, read once at startup.
 const checkSkill = (input: unknown): Checked<SkillFolder> =>
   Either.flatMap(decodeWith(SkillPathSchema, input, "error"), (folder): Checked<SkillFolder> => {
-    const skillFile = path.join(folder, "SKILL.md")
-    let frontmatter: Either.Either<Record<string, unknown>, string>
+    let text: string
     try {
-      frontmatter = readFrontmatter(skillFile)
+      text = fs.readFileSync(path.join(folder, "SKILL.md"), "utf8")
     } catch {
       return Either.left([`${folder}: no readable SKILL.md in this folder`])
     }
-    return Either.match(frontmatter, {
-      onLeft: (reason) => Either.left([`${skillFile}: ${reason}`]),
-      onRight: (fm) => {
-        const name = typeof fm.name === "string" && fm.name.trim() !== "" ? fm.name.trim() : path.basename(folder)
-        return Either.right({
-          name,
-          value: {
-            name,
-            path: folder,
-            ...(typeof fm.description === "string" ? { description: fm.description } : {}),
-            ...(typeof fm.tier === "string" ? { tier: fm.tier } : {})
-          }
-        })
-      }
-    })
+    return skillFolderFrom(folder, text)
   })
 
 // The branch is picked by its key, so a bad command server is not also told it lacks `script`.

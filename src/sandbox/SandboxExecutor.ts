@@ -8,7 +8,7 @@
  * Trust boundary: the session and workspace folders are the agent's. The host never writes a
  * record there, and never reads one back from there to decide anything (docs/sandbox.md).
  */
-import { Clock, Context, Effect, Layer, Option, Queue, Redacted, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Queue, Redacted, Schedule, Schema } from "effect"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -26,7 +26,10 @@ import type { TurnSpec } from "./ipc.js"
 import { type IpcChannel, listenIpc } from "./IpcServer.js"
 import type { SandboxHandle, SandboxRuntime, SandboxSpec } from "./runtime.js"
 import { chooseRuntime } from "./select.js"
+import { ensurePrivateDir, hostDirOf, prepareWorkspace, sandboxesDir, sessionDirOf, sessionsDir, unsafeWorkspaceFolder, workspaceDirOf } from "./folders.js"
+import { sweepSessions } from "./retention.js"
 import { skillsFor } from "./skills.js"
+import { auditFolder } from "./untrusted.js"
 
 export declare namespace SandboxExecutor {
   export interface Options {
@@ -43,11 +46,6 @@ export declare namespace SandboxExecutor {
 const SandboxRecord = Schema.parseJson(Schema.Struct({ runtime: Schema.String, id: Schema.String }))
 
 const SID = /^sandbox:([a-f0-9]{12})$/
-const sessionsDir = (dataDir: string) => path.join(dataDir, "sessions")
-/** Host-only: never mounted into a sandbox, so nothing in it was written by an agent. */
-const hostDirOf = (dataDir: string, sid: string) => path.join(dataDir, "sandboxes", sid)
-const folderOf = (dataDir: string, w: Workspace) =>
-  w.folder !== undefined && path.isAbsolute(w.folder) ? w.folder : path.join(dataDir, "workspaces", w.folder ?? w.id)
 
 /** A unix socket path must fit in 108 bytes; a deep data dir falls back to a private temp folder. */
 const ipcPathFor = (hostDir: string, sid: string) => {
@@ -87,10 +85,26 @@ export const make = (options: SandboxExecutor.Options = {}) =>
     const record = (hostDir: string, name: string, value: unknown) =>
       Effect.sync(() => fs.writeFileSync(path.join(hostDir, name), JSON.stringify(value), { mode: 0o600 }))
 
+    const overCap = new Set<string>()
+    const afterTurn = (input: TurnInput, workspaceDir: string) =>
+      Effect.gen(function* () {
+        const audit = yield* Effect.promise(() => auditFolder(workspaceDir))
+        const w = input.workspace.id
+        if (audit.stripped > 0) yield* Effect.logWarning("setuid/setgid bits removed from workspace files").pipe(Effect.annotateLogs({ workspace: w, files: audit.stripped, turn: input.turn.id }))
+        const capMb = host.config.limits.workspaceMaxMb
+        const mb = Math.ceil(audit.bytes / (1024 * 1024))
+        if (mb <= capMb) return overCap.delete(w)
+        if (overCap.has(w)) return
+        overCap.add(w)
+        yield* Effect.logWarning("workspace over its size cap").pipe(Effect.annotateLogs({ workspace: w, mb, capMb }))
+        yield* input.notice("workspace_size", `(The workspace '${w}' holds ${mb} MB, past its cap of ${capMb} MB. Old files can be removed, or limits.workspaceMaxMb raised.)`)
+      })
+
     /** Serves the runner until `done`, a fatal error, or its end. */
     const serve = (input: TurnInput, ipc: IpcChannel, exited: Effect.Effect<{ code: number | null }>) =>
       Effect.gen(function* () {
         let replies = 0
+        const maxReplies = host.config.limits.maxRepliesPerTurn
         // A runner that ends before it connected is over. One that connected is over when its
         // socket closes, which comes after every line it wrote: the process's exit can be seen
         // first, and taking it as the end would drop a `done` still in the socket.
@@ -104,7 +118,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
             case "text_delta":
               break
             case "reply":
-              replies++
+              if (++replies > maxReplies) return yield* failed("too_many_replies", `the agent sent more than ${maxReplies} replies in one turn`, false)
               yield* input.reply(event.text)
               break
             case "tool_call": {
@@ -143,17 +157,23 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       if (entry === undefined || !knownCores.has(core)) return yield* failed("unknown_agent_core", `no agent core named '${core}'`, false)
       if (!fs.existsSync(runnerPath)) return yield* failed("runner_missing", "the runner bundle is missing (npm run build)", false)
 
-      const sessionDir = path.join(sessionsDir(dataDir), sid)
+      const sessionDir = sessionDirOf(dataDir, sid)
       const hostDir = hostDirOf(dataDir, sid)
-      const workspaceDir = folderOf(dataDir, w)
-      yield* Effect.sync(() => {
-        fs.mkdirSync(path.dirname(hostDir), { recursive: true, mode: 0o700 })
+      const workspaceDir = workspaceDirOf(dataDir, w)
+      const unsafe = unsafeWorkspaceFolder(dataDir, workspaceDir)
+      if (unsafe !== undefined) return yield* failed("workspace_folder_unsafe", `workspace '${w.id}' cannot use that folder: ${unsafe}`, false)
+      const aside = yield* Effect.sync(() => {
+        ensurePrivateDir(sandboxesDir(dataDir))
+        ensurePrivateDir(sessionsDir(dataDir))
         fs.mkdirSync(hostDir, { mode: 0o700 })
-        fs.mkdirSync(path.dirname(sessionDir), { recursive: true, mode: 0o700 })
         fs.mkdirSync(sessionDir, { mode: 0o700 })
-        fs.mkdirSync(workspaceDir, { recursive: true })
+        return prepareWorkspace(workspaceDir)
       })
-      const skills = skillsFor(w, registry.skills.map((s) => s.value), workspaceDir)
+      if (aside !== undefined) yield* Effect.logWarning("workspace skills folder was not a folder: moved aside").pipe(Effect.annotateLogs({ workspace: w.id, movedTo: aside }))
+      // After the sandbox is gone (finalizers run in reverse): no setuid or setgid file outlives
+      // the turn, and a workspace past its size cap earns the conversation a notice.
+      yield* Effect.addFinalizer(() => afterTurn(input, workspaceDir))
+      const skills = yield* skillsFor(w, registry.skills.map((s) => s.value), workspaceDir)
       const model = entry.api === "none" ? null : modelFor(w)
       const turn: TurnSpec = {
         version: 1,
@@ -220,6 +240,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       const m = SID.exec(executor)
       return m === null
         ? Effect.succeedNone
+        // Host-only: an agent can neither write nor link this record.
         : Effect.try(() => fs.readFileSync(path.join(hostDirOf(dataDir, m[1]!), "sandbox.json"), "utf8")).pipe(
           Effect.flatMap(Schema.decodeUnknown(SandboxRecord)),
           Effect.option
@@ -244,6 +265,14 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         }
       }))
 
+    // Retention runs now and then every few hours, for as long as the executor lives.
+    yield* Effect.forkScoped(
+      sweepSessions(dataDir, host.config.limits.sessionRetentionDays, (sid) => isAlive(ExecutorId.make(`sandbox:${sid}`))).pipe(
+        Effect.catchAllDefect((d) => Effect.logWarning("session retention sweep failed", d)),
+        Effect.repeat(Schedule.spaced("6 hours"))
+      )
+    )
+
     return {
       executor: AgentExecutor.of({
         allocate: () => Effect.sync(() => ExecutorId.make(`sandbox:${randomBytes(6).toString("hex")}`)),
@@ -258,6 +287,6 @@ export const make = (options: SandboxExecutor.Options = {}) =>
 
 /** AgentExecutor + ExecutorLiveness over sandboxes; needs HostConfig and PluginRegistry, uses Gateway and HostActions when present. */
 export const layer = (options: SandboxExecutor.Options = {}) =>
-  Layer.effectContext(
+  Layer.scopedContext(
     Effect.map(make(options), ({ executor, liveness }) => Context.make(AgentExecutor, executor).pipe(Context.add(ExecutorLiveness, liveness)))
   )

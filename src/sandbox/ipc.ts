@@ -52,8 +52,17 @@ export const TurnSpec = Schema.Struct({
 })
 export type TurnSpec = typeof TurnSpec.Type
 
+/** The words an error code may hold: codes reach logs, statuses and notices, so nothing else passes. */
+export const CODE = /^[a-z0-9_]{1,64}$/
+/** An error code as the other side sent it: anything that is not a plain code becomes `invalid_code`. */
+export const ErrorCode = Schema.transform(Schema.String, Schema.String, {
+  strict: true,
+  decode: (code) => (CODE.test(code) ? code : "invalid_code"),
+  encode: (code) => code
+})
+
 const ErrorFields = {
-  code: Schema.String.pipe(Schema.maxLength(100)),
+  code: ErrorCode,
   message: Schema.String.pipe(Schema.maxLength(2_000)),
   /** A fatal error from the runner ends the turn; a non-fatal one is recorded and ignored. */
   fatal: Schema.Boolean,

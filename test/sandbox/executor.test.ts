@@ -29,7 +29,8 @@ const inputFor = (executor: ExecutorId, workspace: Workspace, texts: ReadonlyArr
     conversation: Conversation.make({ id: conversationId, connection: "test" as any, place: "room", workspace: workspace.id, createdAt: 0 }),
     workspace,
     messages: texts.map((text, i) => Message.make({ id: MessageId.make(i + 1), conversationId, direction: "in", sender: "u", text, metadata: {}, createdAt: 0, handledBy: null })),
-    reply: (text) => Effect.sync(() => void replies.push(text))
+    reply: (text) => Effect.sync(() => void replies.push(text)),
+    notice: (_key, text) => Effect.sync(() => void replies.push(`(notice) ${text}`))
   }
 }
 

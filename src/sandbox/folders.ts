@@ -1,0 +1,69 @@
+/**
+ * Where a sandbox's folders live under the data dir, and which of them the agent may write.
+ *
+ * - `sandboxes/<sid>/` is host-only (never mounted): the turn spec, the liveness record, the
+ *   outcome, the runner's log and the IPC socket. Whatever the host reads back to decide
+ *   something (which process to signal at recovery) comes from here.
+ * - `sessions/<sid>/` and the workspace folder are the agent's: read only through untrusted.ts.
+ */
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import type { Workspace } from "../domain/workspace.js"
+import { workspaceSkillsDir } from "./skills.js"
+
+export const SANDBOX_ID = /^[a-f0-9]{12}$/
+
+export const sessionsDir = (dataDir: string) => path.join(dataDir, "sessions")
+export const sandboxesDir = (dataDir: string) => path.join(dataDir, "sandboxes")
+export const sessionDirOf = (dataDir: string, sid: string) => path.join(sessionsDir(dataDir), sid)
+export const hostDirOf = (dataDir: string, sid: string) => path.join(sandboxesDir(dataDir), sid)
+
+export const workspaceDirOf = (dataDir: string, w: Workspace) =>
+  w.folder !== undefined && path.isAbsolute(w.folder) ? w.folder : path.join(dataDir, "workspaces", w.folder ?? w.id)
+
+const within = (parent: string, child: string) => child === parent || child.startsWith(`${parent}${path.sep}`)
+
+/**
+ * Why a workspace folder must not be handed to an agent, or undefined when it may: the data dir
+ * (database, host-only folders, sockets) may neither lie inside it nor be it, and inside the data
+ * dir only `workspaces/` holds workspaces.
+ */
+export const unsafeWorkspaceFolder = (dataDir: string, workspaceDir: string): string | undefined => {
+  const data = path.resolve(dataDir)
+  const ws = path.resolve(workspaceDir)
+  if (within(ws, data)) return "it holds the data dir"
+  if (within(data, ws) && !within(path.join(data, "workspaces"), ws)) return "it lies in the data dir outside workspaces/"
+  if (ws === path.join(data, "workspaces")) return "it is the folder of all workspaces"
+  return undefined
+}
+
+/** Creates a folder the host owns (0700); an existing one is tightened to 0700. */
+export const ensurePrivateDir = (dir: string) => {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+  fs.chmodSync(dir, 0o700)
+}
+
+/**
+ * Makes the workspace folder and its `skills/` folder exist. `skills/` is mounted read-only into
+ * every sandbox, so it must be a real folder: anything else an earlier agent left there (a link,
+ * a FIFO, a file) is renamed aside, never followed. Returns what was renamed, if anything.
+ */
+export const prepareWorkspace = (workspaceDir: string): string | undefined => {
+  fs.mkdirSync(workspaceDir, { recursive: true })
+  const skills = workspaceSkillsDir(workspaceDir)
+  let stat: fs.Stats | undefined
+  try {
+    stat = fs.lstatSync(skills)
+  } catch {
+    stat = undefined
+  }
+  if (stat?.isDirectory()) return undefined
+  let aside: string | undefined
+  if (stat !== undefined) {
+    aside = `${skills}.unsafe-${randomBytes(4).toString("hex")}`
+    fs.renameSync(skills, aside)
+  }
+  fs.mkdirSync(skills)
+  return aside
+}
