@@ -3,8 +3,13 @@
  * streams messages into its database through the same client path as `pynchy send`, kills it
  * with SIGKILL at random points, restarts it, and finally checks that nothing was lost and
  * nothing was duplicated. `npx tsx scripts/crash/driver.ts --kills 200 [--non-idempotent] [--sandbox]`.
+ *
+ * With `--sandbox`, every restart also meets what a hostile agent could have left in the folders
+ * it can write: forged liveness records naming a bystander process, a FIFO and a link as skills,
+ * and a setuid file in the workspace. The bystander must survive, the host must get ready and
+ * finish every turn, and no setuid or setgid file may be left at the end.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -14,6 +19,7 @@ import { HostConfig } from "../../src/config/HostConfig.js"
 import * as Database from "../../src/db/Database.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
 import { makeClient } from "../../layers/stack.js"
+import { processId } from "../../src/sandbox/runtimes/procinfo.js"
 
 const BIN = path.resolve(import.meta.dirname, "../../bin/pynchy.js")
 
@@ -97,6 +103,30 @@ const startHost = (dir: string, log: (l: string) => void, executor: "scripted" |
     void log
   })
 
+/** What a hostile agent leaves behind for the next host start (see the header). */
+const plantTraps = (dir: string, bystander: ChildProcess) => {
+  const forged = JSON.stringify({ runtime: "bwrap", id: processId(bystander.pid!) })
+  const sessions = path.join(dir, "sessions")
+  for (const sid of fs.existsSync(sessions) ? fs.readdirSync(sessions) : []) {
+    fs.writeFileSync(path.join(sessions, sid, "sandbox.json"), forged)
+  }
+  const skills = path.join(dir, "workspaces", "main", "skills")
+  for (const name of ["trap", "leak"]) fs.mkdirSync(path.join(skills, name), { recursive: true })
+  if (!fs.existsSync(path.join(skills, "trap", "SKILL.md"))) execFileSync("mkfifo", [path.join(skills, "trap", "SKILL.md")])
+  if (!fs.existsSync(path.join(skills, "leak", "SKILL.md"))) fs.symlinkSync("/etc/passwd", path.join(skills, "leak", "SKILL.md"))
+  const suid = path.join(dir, "workspaces", "main", "suid-sh")
+  fs.copyFileSync("/bin/sh", suid)
+  fs.chmodSync(suid, 0o4755)
+}
+
+/** Files under `root` with a setuid or setgid bit (links not followed). */
+const setidFiles = (root: string): Array<string> => {
+  if (!fs.existsSync(root)) return []
+  return fs.readdirSync(root, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && (fs.lstatSync(path.join(e.parentPath, e.name)).mode & 0o6000) !== 0)
+    .map((e) => path.join(e.parentPath, e.name))
+}
+
 const killHard = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve()
@@ -137,6 +167,8 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
     )
 
   const windows: WindowCounts = { claimedNotFinished: 0, writtenNotCalled: 0, calledNotMarked: 0 }
+  const bystander = options.sandbox ? spawn("sleep", ["3600"], { stdio: "ignore" }) : undefined
+  const trapProblems: Array<string> = []
   try {
     await within("first ingest", 60_000, send(5))
     for (let k = 0; k < options.kills; k++) {
@@ -158,11 +190,14 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
       if (Number(active.n) > 0) windows.claimedNotFinished++
       if (Number(notCalled.n) > 0) windows.writtenNotCalled++
       if (Number(notMarked.n) > 0) windows.calledNotMarked++
+      if (bystander !== undefined) plantTraps(dir, bystander)
       log(`kill ${k + 1}/${options.kills}: ${sent} messages so far`)
     }
 
     // The last run is not killed: it must finish everything that is left.
     const host = await startHost(dir, log, options.sandbox ? "sandbox" : "scripted")
+    // Turns run after the last traps were planted, so the host meets them once more.
+    if (bystander !== undefined) await within("ingest after the last restart", 60_000, send(3))
     const deadline = Date.now() + 120_000
     while (Date.now() < deadline) {
       const db = openDb(dbFile)
@@ -175,10 +210,16 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
     }
     const code = await stopGently(host)
     if (code !== 0) log(`final host exited with ${code}`)
+    if (bystander !== undefined) {
+      if (bystander.exitCode !== null || bystander.signalCode !== null) trapProblems.push(`a forged liveness record got the bystander killed (${bystander.signalCode})`)
+      for (const file of setidFiles(path.join(dir, "workspaces"))) trapProblems.push(`${file} kept its setuid/setgid bit`)
+    }
   } finally {
+    bystander?.kill("SIGKILL")
     await client.dispose()
   }
-  return { ...verify(dbFile, path.join(dir, "sent.jsonl"), options.idempotent, sent), windows, kills: options.kills }
+  const report = verify(dbFile, path.join(dir, "sent.jsonl"), options.idempotent, sent)
+  return { ...report, problems: [...report.problems, ...trapProblems], windows, kills: options.kills }
 }
 
 /** The invariants: every message handled by exactly one completed turn; every reply sent once. */

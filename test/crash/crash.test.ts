@@ -26,7 +26,7 @@ describe("crash safety (kill -9 of a real host process)", () => {
   })
 
   it.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))(
-    "15 kills with turns in real bwrap sandboxes: nothing lost, nothing duplicated",
+    "15 kills with turns in real bwrap sandboxes and hostile leftovers at each restart: nothing lost or duplicated, no bystander killed, no setuid file kept",
     { timeout: 600_000 },
     async () => {
       const report = await runCrashDrill({ kills: 15, idempotent: true, sandbox: true, seed: 5 })
