@@ -47,12 +47,17 @@ const SandboxRecord = Schema.parseJson(Schema.Struct({ runtime: Schema.String, i
 
 const SID = /^sandbox:([a-f0-9]{12})$/
 
-/** A unix socket path must fit in 108 bytes; a deep data dir falls back to a private temp folder. */
+/** A unix socket path must fit in 108 bytes; a deep data dir falls back to a private temp folder, removed with the turn. */
 const ipcPathFor = (hostDir: string, sid: string) => {
   const inHost = path.join(hostDir, "ipc.sock")
-  if (Buffer.byteLength(inHost) < 100) return inHost
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `pynchy-ipc-${sid}-`))
-  return path.join(dir, "ipc.sock")
+  if (Buffer.byteLength(inHost) < 100) return Effect.succeed(inHost)
+  return Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), `pynchy-ipc-${sid}-`))),
+      (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+    ),
+    (dir) => path.join(dir, "ipc.sock")
+  )
 }
 
 const failed = (code: string, reason: string, retryable: boolean) => new TurnFailed({ code, reason, retryable })
@@ -198,7 +203,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         ))
         : Option.none()
 
-      const ipcSocket = ipcPathFor(hostDir, sid)
+      const ipcSocket = yield* ipcPathFor(hostDir, sid)
       const ipc = yield* listenIpc(ipcSocket).pipe(Effect.mapError((e) => failed("ipc_failed", `cannot listen for the runner (${e.reason})`, true)))
       const spec: SandboxSpec = {
         sandboxId: sid,
