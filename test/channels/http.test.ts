@@ -9,10 +9,11 @@ import { type HttpRuntime, makeHttpRuntime } from "../../src/channels/http/HttpR
 import { decodeHttpSettings, hashToken } from "../../src/channels/http/settings.js"
 import { decodeConfig } from "../../src/config/HostConfig.js"
 import { MessageStore } from "../../src/db/MessageStore.js"
-import { MessageId } from "../../src/domain/ids.js"
+import { ConversationId, MessageId } from "../../src/domain/ids.js"
 import { tempDir } from "../support/db.js"
 
 const TOKEN = "test-token-1"
+const TOKEN_B = "test-token-2"
 
 const config = (dir: string) =>
   Either.getOrThrow(decodeConfig({
@@ -23,7 +24,7 @@ const config = (dir: string) =>
   }, "test config"))
 
 const runtimeFor = (name = "web") =>
-  makeHttpRuntime({ name, settings: decodeHttpSettings(name, { kind: "http", port: 0, tokens: [hashToken(TOKEN)] }), dataDir: tempDir() })
+  makeHttpRuntime({ name, settings: decodeHttpSettings(name, { kind: "http", port: 0, tokens: [hashToken(TOKEN), hashToken(TOKEN_B)] }), dataDir: tempDir() })
 
 const withHost = (runtime: HttpRuntime) =>
   Effect.gen(function* () {
@@ -42,8 +43,8 @@ const call = (url: string, init: RequestInit & { token?: string | null } = {}) =
     return { status: res.status, body: text === "" ? undefined : JSON.parse(text) }
   })
 
-const post = (base: string, place: string, body: unknown, headers: Record<string, string> = {}) =>
-  call(`${base}/v1/conversations/${encodeURIComponent(place)}/messages`, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body), headers: { "content-type": "application/json", ...headers } })
+const post = (base: string, place: string, body: unknown, headers: Record<string, string> = {}, token = TOKEN) =>
+  call(`${base}/v1/conversations/${encodeURIComponent(place)}/messages`, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body), headers: { "content-type": "application/json", ...headers }, token })
 
 const awaitReplies = (base: string, place: string, n: number) =>
   Effect.gen(function* () {
@@ -82,6 +83,65 @@ describe("HTTP API connection", () => {
       assert.deepStrictEqual(replies.map((r) => r.text), ["echo: hello"])
       const later = yield* call(`${base}/v1/conversations/room%201/replies?after=${replies[0]!.id}`)
       assert.deepStrictEqual(later.body.replies, [])
+    }))
+
+  it.scopedLive("an idempotency key belongs to (token, place): another token or place reusing it posts a new message", () =>
+    Effect.gen(function* () {
+      const { ctx, base } = yield* withHost(runtimeFor())
+      const key = { "idempotency-key": "K" }
+      const texts = (place: string) =>
+        Effect.flatMap(MessageStore, (s) => s.recent(ConversationId.make(`web:${place}`), 100)).pipe(
+          Effect.map((ms) => ms.filter((m) => m.direction === "in").map((m) => m.text)),
+          Effect.provide(ctx)
+        )
+      // The attack of the red-team run: token A to place a, then token B to place b with A's key.
+      const a = yield* post(base, "a", { text: "from A to a" }, key, TOKEN)
+      const b = yield* post(base, "b", { text: "from B to b" }, key, TOKEN_B)
+      assert.deepStrictEqual([a.status, a.body.duplicate, b.status, b.body.duplicate], [202, false, 202, false])
+      assert.notStrictEqual(b.body.messageId, a.body.messageId)
+      assert.strictEqual(b.body.conversationId, "web:b")
+      // The same key from the other token in the same place, or from the same token in another place.
+      const otherToken = yield* post(base, "a", { text: "from B to a" }, key, TOKEN_B)
+      const otherPlace = yield* post(base, "b", { text: "from A to b" }, key, TOKEN)
+      for (const r of [otherToken, otherPlace]) assert.deepStrictEqual([r.status, r.body.duplicate], [202, false])
+      assert.strictEqual(new Set([a, b, otherToken, otherPlace].map((r) => r.body.messageId)).size, 4)
+      assert.sameMembers(yield* texts("a"), ["from A to a", "from B to a"])
+      assert.sameMembers(yield* texts("b"), ["from B to b", "from A to b"])
+    }))
+
+  it.scopedLive("the same key with the same body is a duplicate; with another body it is 409 and nothing is written", () =>
+    Effect.gen(function* () {
+      const { ctx, base } = yield* withHost(runtimeFor())
+      const key = { "idempotency-key": "K" }
+      const first = yield* post(base, "a", { text: "hello", sender: "me" }, key)
+      const retry = yield* post(base, "a", { text: "hello", sender: "me" }, key)
+      assert.deepStrictEqual([retry.status, retry.body.duplicate, retry.body.messageId], [202, true, first.body.messageId])
+      for (const changed of [{ text: "hello!", sender: "me" }, { text: "hello", sender: "someone else" }, { text: "hello" }]) {
+        const reused = yield* post(base, "a", changed, key)
+        assert.strictEqual(reused.status, 409)
+        assert.strictEqual(reused.body.error, "idempotency_key_reused")
+        assert.deepStrictEqual(reused.body.problems.map((p: { path: string }) => p.path), ["header.Idempotency-Key"])
+      }
+      const inbound = yield* Effect.flatMap(MessageStore, (s) => s.recent(ConversationId.make("web:a"), 100)).pipe(Effect.provide(ctx))
+      assert.deepStrictEqual(inbound.filter((m) => m.direction === "in").map((m) => [m.id, m.sender, m.text]), [[first.body.messageId, "me", "hello"]])
+      // A body sent without a key is never mistaken for a keyed one.
+      const unkeyed = yield* post(base, "a", { text: "hello", sender: "me" })
+      assert.deepStrictEqual([unkeyed.status, unkeyed.body.duplicate], [202, false])
+      assert.notStrictEqual(unkeyed.body.messageId, first.body.messageId)
+    }))
+
+  it.scopedLive("two concurrent posts with one key and different bodies: one is stored, the other gets 409", () =>
+    Effect.gen(function* () {
+      const { ctx, base } = yield* withHost(runtimeFor())
+      const key = { "idempotency-key": "race" }
+      const results = yield* Effect.all([1, 2, 3, 4].map((n) => post(base, "r", { text: `body ${n}` }, key)), { concurrency: "unbounded" })
+      const stored = results.filter((r) => r.status === 202)
+      assert.strictEqual(stored.length, 1)
+      assert.isFalse(stored[0]!.body.duplicate)
+      assert.deepStrictEqual(results.filter((r) => r.status !== 202).map((r) => [r.status, r.body.error]), Array(3).fill([409, "idempotency_key_reused"]))
+      const winner = results.indexOf(stored[0]!) + 1
+      const inbound = yield* Effect.flatMap(MessageStore, (s) => s.recent(ConversationId.make("web:r"), 100)).pipe(Effect.provide(ctx))
+      assert.deepStrictEqual(inbound.filter((m) => m.direction === "in").map((m) => [m.id, m.text]), [[stored[0]!.body.messageId, `body ${winner}`]])
     }))
 
   it.scopedLive("the stream sends replies as server-sent events", () =>

@@ -5,6 +5,7 @@
  *
  *   POST /v1/conversations/{place}/messages   {text, sender?}   Idempotency-Key: <key>
  *        -> 202 {messageId, conversationId, duplicate}, only after the ingest committed
+ *        -> 409 {error: "idempotency_key_reused"} when this token used the key in this place for another body
  *   GET  /v1/conversations/{place}/replies?after=<id>  -> 200 {replies: [{id, key, kind, text, at}]}
  *   GET  /v1/conversations/{place}/stream             -> text/event-stream, `event: reply`
  *
@@ -20,6 +21,7 @@ import * as path from "node:path"
 import { problemsOf } from "../../domain/problems.js"
 import type { Channel } from "../../pipeline/channel-contract.js"
 import type { ConnectionRuntime, ConnectionRuntimeContext } from "../../runtimes/connection-runtime-contract.js"
+import { bodyDigest, DIGEST_ORDER, keyedEventId } from "./idempotency.js"
 import { type Reply, ReplyBuffer } from "./replies.js"
 import { hashToken, type HttpSettings, parseTokensFile } from "./settings.js"
 
@@ -92,19 +94,22 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
   let listening = false
   let hashes: Array<Buffer> = []
 
-  const authorized = (req: http.IncomingMessage) => {
+  /** The configured hash of the request's bearer token, or undefined when it is not one of them. */
+  const tokenOf = (req: http.IncomingMessage): string | undefined => {
     const header = req.headers.authorization
-    if (header === undefined || !header.startsWith("Bearer ")) return false
+    if (header === undefined || !header.startsWith("Bearer ")) return undefined
     const digest = Buffer.from(hashToken(header.slice("Bearer ".length).trim()), "hex")
-    let ok = false
-    for (const h of hashes) ok = timingSafeEqual(h, digest) || ok
-    return ok
+    let match: Buffer | undefined
+    // Every hash is compared, so the time taken does not say which one matched.
+    for (const h of hashes) if (timingSafeEqual(h, digest)) match = h
+    return match?.toString("hex")
   }
 
   const handle = async (context: ConnectionRuntimeContext, req: http.IncomingMessage, res: http.ServerResponse) => {
     const url = new URL(req.url ?? "/", "http://localhost")
     const match = ROUTE.exec(url.pathname)
-    if (!authorized(req)) return json(res, 401, { error: "unauthorized" }, { "www-authenticate": "Bearer" })
+    const token = tokenOf(req)
+    if (token === undefined) return json(res, 401, { error: "unauthorized" }, { "www-authenticate": "Bearer" })
     if (match === null) return json(res, 404, { error: "not_found" })
     const place = placeOf(match[1]!)
     const action = match[2]!
@@ -130,15 +135,33 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
       if (Either.isLeft(decoded)) {
         throw invalid(problemsOf(decoded.left, ["body"]).map((p) => ({ path: p.path, reason: p.reason.replace(/,?\s*actual [\s\S]*$/, "") })))
       }
+      const message = { sender: decoded.right.sender ?? "http", text: decoded.right.text }
+      const unavailable = () => {
+        throw new HttpFailure(503, { error: "unavailable" })
+      }
+      if (idem === undefined) {
+        const result = await context.ingestMessage({ connection: name, place, providerEventId: `anon:${randomUUID()}`, ...message }).catch(unavailable)
+        return json(res, 202, { messageId: result.messageId, conversationId: result.conversationId, duplicate: result.duplicate })
+      }
+      const eventId = keyedEventId(token, place, idem)
+      const digest = bodyDigest(message)
       const result = await context.ingestMessage({
         connection: name,
         place,
-        providerEventId: idem !== undefined ? `idem:${idem}` : `anon:${randomUUID()}`,
-        sender: decoded.right.sender ?? "http",
-        text: decoded.right.text
-      }).catch(() => {
-        throw new HttpFailure(503, { error: "unavailable" })
-      })
+        providerEventId: eventId,
+        ...message,
+        cursor: { stream: eventId, position: digest, order: DIGEST_ORDER }
+      }).catch(unavailable)
+      if (result.duplicate) {
+        // The receipt and the digest were committed together, so a duplicate always finds the digest.
+        const first = await context.getCursor(name, eventId).catch(unavailable)
+        if (first?.position !== digest) {
+          throw new HttpFailure(409, {
+            error: "idempotency_key_reused",
+            problems: [{ path: "header.Idempotency-Key", reason: "this token already used this key in this place for a different message; use a new key for a new message" }]
+          })
+        }
+      }
       return json(res, 202, { messageId: result.messageId, conversationId: result.conversationId, duplicate: result.duplicate })
     }
 

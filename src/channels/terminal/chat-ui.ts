@@ -15,6 +15,8 @@ export interface ChatUiOptions {
   /** Hands a typed message to the host; resolves when it is stored. */
   readonly send: (text: string) => Promise<void>
   readonly title?: string
+  /** Shown under the title in a terminal (agents running unisolated, a sandbox that cannot start). */
+  readonly warning?: string
 }
 
 export interface ChatUi {
@@ -145,6 +147,7 @@ export const startChatUi = (options: ChatUiOptions): ChatUi => {
 
   if (tty) {
     write(`${options.title ?? "pynchy chat"} — Ctrl-C or /exit to leave\n`)
+    if (options.warning !== undefined) write(`\x1b[1;33m⚠ WARNING: ${options.warning}\x1b[0m\n`)
     rl.prompt()
   }
 

@@ -7,6 +7,7 @@ import { connectHttp } from "../../channels/terminal/http-connect.js"
 import { makeTerminalRuntime } from "../../channels/terminal/TerminalRuntime.js"
 import { HostConfig } from "../../config/HostConfig.js"
 import type { RuntimeEntry } from "../../runtimes/ConnectionRuntimes.js"
+import { sandboxWarning } from "../../sandbox/select.js"
 
 const session = Options.text("session").pipe(
   Options.withAlias("s"),
@@ -25,11 +26,15 @@ const tokenFile = Options.file("token-file").pipe(Options.optional, Options.with
  */
 export const embeddedChat = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer.Layer<never, E>, place: string) =>
   Effect.gen(function* () {
-    const { dataDir } = yield* HostConfig.load
+    const { dataDir, config } = yield* HostConfig.load
+    // In a terminal the banner says it; without one it goes to stderr with the host's warnings.
+    const warning = yield* sandboxWarning(config)
+    const banner = process.stdin.isTTY === true && process.stdout.isTTY === true
+    if (warning !== undefined && !banner) yield* Effect.logWarning(warning)
     const opened = yield* Deferred.make<ChatUi>()
     const runtime = makeTerminalRuntime({
       session: place,
-      openUi: (send) => startChatUi({ input: process.stdin, output: process.stdout, historyFile: path.join(dataDir, "chat-history"), send }),
+      openUi: (send) => startChatUi({ input: process.stdin, output: process.stdout, historyFile: path.join(dataDir, "chat-history"), send, ...(warning !== undefined ? { warning } : {}) }),
       onOpen: (ui) => Deferred.unsafeDone(opened, Effect.succeed(ui))
     })
     yield* Effect.scoped(

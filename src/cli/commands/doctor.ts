@@ -5,9 +5,10 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { HostConfig } from "../../config/HostConfig.js"
 import * as Database from "../../db/Database.js"
+import { type BwrapProbe, bwrapProbe, choicesOf, type SandboxChoices, UNISOLATED_WARNING } from "../../sandbox/select.js"
 
 type Verdict = "ok" | "warn" | "fail"
-interface Check {
+export interface Check {
   readonly verdict: Verdict
   readonly name: string
   readonly detail: string
@@ -34,21 +35,38 @@ const toolCheck = (cmd: string, missing: string, fix: string): Check => {
   return found ? { verdict: "ok", name: cmd, detail: found } : { verdict: "warn", name: cmd, detail: missing, fix }
 }
 
-/** Whether turns run isolated: bwrap must exist and be allowed to make namespaces here. */
-const sandboxCheck = (choice: string): Check => {
-  if (choice === "process") return { verdict: "warn", name: "sandbox", detail: "containerRuntime: process runs agents as plain child processes: NOT isolation", fix: "install bubblewrap and use auto or bwrap" }
-  if (choice !== "auto" && choice !== "bwrap") return { verdict: "ok", name: "sandbox", detail: `containerRuntime: ${choice}` }
-  const found = which("bwrap")
-  if (found === null) {
-    return { verdict: "warn", name: "sandbox", detail: "bwrap not found: agents would run unisolated (process sandbox)", fix: "apt-get install bubblewrap" }
-  }
-  try {
-    execFileSync(found, ["--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"], { stdio: "ignore", timeout: 5_000 })
-    return { verdict: "ok", name: "sandbox", detail: `bwrap (${found}): no network, private namespaces` }
-  } catch {
-    return { verdict: choice === "bwrap" ? "fail" : "warn", name: "sandbox", detail: "bwrap is installed but cannot create namespaces here", fix: "allow unprivileged user namespaces (kernel.unprivileged_userns_clone=1) or run in a VM" }
-  }
-}
+/**
+ * Whether turns run isolated, by the same rules as the turns themselves (`chooseRuntime`): `auto`
+ * without bwrap runs agents unisolated (warn); a bwrap that is installed but cannot start a
+ * sandbox fails every turn that wants it (fail). `process` chosen in config is what was asked for.
+ */
+export const sandboxCheck = (config: SandboxChoices, probe: BwrapProbe = bwrapProbe): Effect.Effect<Check> =>
+  Effect.gen(function* () {
+    const choices = choicesOf(config)
+    const named = [...choices].join(", ")
+    if (!choices.has("auto") && !choices.has("bwrap")) {
+      const detail = choices.has("process")
+        ? `containerRuntime: ${named} (process chosen in config: agents run as plain child processes, unisolated)`
+        : `containerRuntime: ${named}`
+      return { verdict: "ok", name: "sandbox", detail }
+    }
+    if (!probe.installed()) {
+      return choices.has("bwrap")
+        ? { verdict: "fail", name: "sandbox", detail: "containerRuntime bwrap: bwrap is not installed, so turns fail", fix: "apt-get install bubblewrap" }
+        : { verdict: "warn", name: "sandbox", detail: UNISOLATED_WARNING, fix: "apt-get install bubblewrap" }
+    }
+    const r = yield* Effect.tryPromise(probe.available).pipe(Effect.orElseSucceed(() => ({ ok: false, reason: "its availability check threw" })))
+    if (!r.ok) {
+      return {
+        verdict: "fail",
+        name: "sandbox",
+        detail: `bwrap is installed but cannot start a sandbox here (${r.reason ?? "no reason given"}): turns fail with sandbox_unavailable`,
+        fix: "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or kernel.apparmor_restrict_unprivileged_userns=0), run in a VM, or set containerRuntime: process to run agents unisolated on purpose"
+      }
+    }
+    const found = which("bwrap")
+    return { verdict: "ok", name: "sandbox", detail: `bwrap${found !== null ? ` (${found})` : ""}: no network, private namespaces` }
+  })
 
 /** One line per check: ok, warn or fail, plus how to fix. Exit 1 only on a fail. */
 export const doctor = Command.make("doctor", {}, () =>
@@ -76,7 +94,7 @@ export const doctor = Command.make("doctor", {}, () =>
           : { verdict: "fail", name: "sqlite", detail: opened.left.message, fix: "check the file's permissions, or move it aside to start afresh" })
       }
     }
-    checks.push(sandboxCheck(Either.isRight(loaded) ? loaded.right.config.containerRuntime : "auto"))
+    checks.push(yield* sandboxCheck(Either.isRight(loaded) ? loaded.right.config : { containerRuntime: "auto", workspaces: [] }))
     if (Either.isRight(loaded)) {
       const providers = loaded.right.config.providers
       checks.push(providers.length > 0

@@ -3,6 +3,7 @@ import { Console, Effect, Layer, Option } from "effect"
 import { HostConfig } from "../../config/HostConfig.js"
 import { ROLLBACK_EXIT_CODE } from "../../host/DeployRollback.js"
 import type { RuntimeEntry } from "../../runtimes/ConnectionRuntimes.js"
+import { sandboxWarning } from "../../sandbox/select.js"
 import { embeddedChat } from "./chat.js"
 
 /**
@@ -31,6 +32,8 @@ const guardShutdown = (deadlineMs: number) =>
 /**
  * Runs a host stack until SIGINT/SIGTERM. With no config file in an interactive terminal it opens
  * the chat in that terminal (headless otherwise). A start rolled back during a deploy exits 75.
+ * Agents that would run unisolated (`auto` without bwrap), or turns that would fail because bwrap
+ * cannot start a sandbox, get one WARN line before the host starts.
  */
 export const start = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer.Layer<never, E>) =>
   Command.make("start", {}, () =>
@@ -40,6 +43,10 @@ export const start = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer
         return yield* embeddedChat(makeHost, "default")
       }
       yield* guardShutdown(Option.match(config, { onNone: () => 15_000, onSome: (c) => c.config.limits.shutdownTimeoutMs }))
+      if (Option.isSome(config)) {
+        const warning = yield* sandboxWarning(config.value.config)
+        if (warning !== undefined) yield* Effect.logWarning(warning)
+      }
       return yield* Layer.launch(makeHost([]))
     }).pipe(
       Effect.catchIf(
