@@ -8,7 +8,7 @@
  * Trust boundary: the session and workspace folders are the agent's. The host never writes a
  * record there, and never reads one back from there to decide anything (docs/sandbox.md).
  */
-import { Clock, Context, Effect, Layer, Option, Queue, Redacted, Schedule, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Redacted, Schedule, Schema } from "effect"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -23,13 +23,14 @@ import { AgentExecutor, ExecutorLiveness, TurnFailed, type TurnInput } from "../
 import { hostPackageRoot } from "../plugins/paths.js"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
 import type { TurnSpec } from "./ipc.js"
-import { type IpcChannel, listenIpc } from "./IpcServer.js"
+import { listenIpc } from "./IpcServer.js"
 import type { SandboxHandle, SandboxRuntime, SandboxSpec } from "./runtime.js"
 import { chooseRuntime } from "./select.js"
 import { ensurePrivateDir, hostDirOf, prepareWorkspace, sandboxesDir, sessionDirOf, sessionsDir, unsafeWorkspaceFolder, workspaceDirOf } from "./folders.js"
 import { sweepSessions } from "./retention.js"
 import { skillsFor } from "./skills.js"
-import { auditFolder } from "./untrusted.js"
+import { serveRunner } from "./serve-runner.js"
+import { makeWorkspaceAudit } from "./workspace-audit.js"
 
 export declare namespace SandboxExecutor {
   export interface Options {
@@ -90,66 +91,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
     const record = (hostDir: string, name: string, value: unknown) =>
       Effect.sync(() => fs.writeFileSync(path.join(hostDir, name), JSON.stringify(value), { mode: 0o600 }))
 
-    const overCap = new Set<string>()
-    const afterTurn = (input: TurnInput, workspaceDir: string) =>
-      Effect.gen(function* () {
-        const audit = yield* Effect.promise(() => auditFolder(workspaceDir))
-        const w = input.workspace.id
-        if (audit.stripped > 0) yield* Effect.logWarning("setuid/setgid bits removed from workspace files").pipe(Effect.annotateLogs({ workspace: w, files: audit.stripped, turn: input.turn.id }))
-        const capMb = host.config.limits.workspaceMaxMb
-        const mb = Math.ceil(audit.bytes / (1024 * 1024))
-        if (mb <= capMb) return overCap.delete(w)
-        if (overCap.has(w)) return
-        overCap.add(w)
-        yield* Effect.logWarning("workspace over its size cap").pipe(Effect.annotateLogs({ workspace: w, mb, capMb }))
-        yield* input.notice("workspace_size", `(The workspace '${w}' holds ${mb} MB, past its cap of ${capMb} MB. Old files can be removed, or limits.workspaceMaxMb raised.)`)
-      })
-
-    /** Serves the runner until `done`, a fatal error, or its end. */
-    const serve = (input: TurnInput, ipc: IpcChannel, exited: Effect.Effect<{ code: number | null }>) =>
-      Effect.gen(function* () {
-        let replies = 0
-        const maxReplies = host.config.limits.maxRepliesPerTurn
-        // A runner that ends before it connected is over. One that connected is over when its
-        // socket closes, which comes after every line it wrote: the process's exit can be seen
-        // first, and taking it as the end would drop a `done` still in the socket.
-        // Its connection can also be accepted after its exit is seen (two handles, one loop turn):
-        // a runner that wrote everything and exited at once gets a grace to be read.
-        const endedUnconnected = Effect.suspend(() => (ipc.connected() ? Effect.void : Queue.offer(ipc.events, { _tag: "closed" })))
-        yield* Effect.forkScoped(Effect.flatMap(exited, () => (ipc.connected() ? Effect.void : Effect.zipRight(Effect.sleep("1 second"), endedUnconnected))))
-        while (true) {
-          const event = yield* Queue.take(ipc.events)
-          switch (event._tag) {
-            case "text_delta":
-              break
-            case "reply":
-              if (++replies > maxReplies) return yield* failed("too_many_replies", `the agent sent more than ${maxReplies} replies in one turn`, false)
-              yield* input.reply(event.text)
-              break
-            case "tool_call": {
-              const result = yield* actions.call(input.workspace, event.tool, event.input, { turnId: input.turn.id, conversationId: input.conversation.id }).pipe(
-                Effect.map((output) => ({ ok: true, output })),
-                Effect.catchTag("ActionRefused", (r) => {
-                  const refusal = { ok: false, output: { code: r.code, message: r.reason } }
-                  return Effect.as(Effect.logInfo("host action refused").pipe(Effect.annotateLogs({ action: r.action, code: r.code, turn: input.turn.id })), refusal)
-                })
-              )
-              yield* ipc.send({ _tag: "tool_result", callId: event.callId, ...result })
-              break
-            }
-            case "error":
-              if (event.fatal) return yield* failed(event.code, event.message, event.retryable)
-              yield* Effect.logWarning("sandbox reported an error").pipe(Effect.annotateLogs({ code: event.code, turn: input.turn.id }))
-              break
-            case "done":
-              return replies
-            case "closed": {
-              const exit = yield* exited
-              return yield* failed("sandbox_exited", `the sandbox ended before the turn was done (exit ${exit.code ?? "signal"})`, true)
-            }
-          }
-        }
-      })
+    const afterTurn = makeWorkspaceAudit(host.config.limits.workspaceMaxMb)
 
     const execute = Effect.fn("SandboxExecutor.execute")(function* (input: TurnInput) {
       const m = SID.exec(input.executor)
@@ -228,7 +170,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       yield* record(hostDir, "sandbox.json", { runtime: runtime.name, id: handle.id })
       const exited = Effect.promise(() => handle.exited)
       const started = yield* Clock.currentTimeMillis
-      const outcome = yield* Effect.either(serve(input, ipc, exited))
+      const outcome = yield* Effect.either(serveRunner({ input, ipc, exited, actions, maxReplies: host.config.limits.maxRepliesPerTurn }))
       const malformed = ipc.malformed()
       yield* record(hostDir, "outcome.json", {
         turn: input.turn.id,
