@@ -5,7 +5,8 @@
  *   - RSS after N requests through the gateway (and its growth over the second half).
  * Threads: the upstream (a node:http server answering a small chat completion) and the load
  * generator each run in a worker thread of this process; the gateway runs on the main thread, as
- * in the host. The client talks to the gateway over its unix socket, as a sandbox does.
+ * in the host. The client talks to the gateway over its unix socket, as a sandbox does. One token
+ * carries all CONCURRENCY requests, so its in-flight cap is raised to that (a turn's default is lower).
  */
 import { Effect, Exit, Logger, Redacted, Scope } from "effect"
 import * as fs from "node:fs"
@@ -13,7 +14,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Worker } from "node:worker_threads"
 import type { ProviderConfig } from "../../src/config/schema.js"
-import { GatewayConfig } from "../../src/gateway/config.js"
+import { GatewayConfig, GatewayLimits } from "../../src/gateway/config.js"
 import { Gateway, GatewaySettings } from "../../src/gateway/Gateway.js"
 import type { Row } from "./types.js"
 import { median } from "./stats.js"
@@ -120,7 +121,7 @@ export default async function(): Promise<Array<Row>> {
     ] as unknown as ReadonlyArray<ProviderConfig>
     const gateway = await Effect.runPromise(
       Gateway.make.pipe(
-        Effect.provideService(GatewaySettings, { dataDir, providers, gateway: GatewayConfig.make({}) }),
+        Effect.provideService(GatewaySettings, { dataDir, providers, gateway: GatewayConfig.make({ limits: GatewayLimits.make({ inFlightPerToken: CONCURRENCY }) }) }),
         Scope.extend(scope),
         Effect.provide(Logger.remove(Logger.defaultLogger))
       )

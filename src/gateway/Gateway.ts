@@ -75,8 +75,8 @@ export declare namespace Gateway {
     readonly strategy: RoutingStrategy
     readonly activeTokens: number
     readonly deployments: ReadonlyArray<DeploymentStatus>
-    /** Per-workspace tokens spent today (UTC) and the daily limit. */
-    readonly usageToday: Record<string, { used: number; limit: number | null }>
+    /** Per-workspace tokens spent today (UTC), held by requests in flight, and the daily limit. */
+    readonly usageToday: Record<string, { used: number; reserved: number; limit: number | null }>
   }
 
   /**
@@ -164,10 +164,21 @@ export class Gateway extends Context.Tag("pynchy/Gateway")<Gateway, Gateway.Serv
     // Turn ends revoke their tokens; this only drops what a crashed caller left behind.
     yield* Effect.addFinalizer(() => Effect.sync(() => tokens.revokeAll()))
 
+    // One count across every listener: a connection over the cap is closed at accept, before
+    // the HTTP parser or any request state exists for it.
+    const { maxConnections } = config.limits
+    let connections = 0
+    const capConnections = (socket: net.Socket) => {
+      if (connections >= maxConnections) return void socket.destroy()
+      connections++
+      socket.once("close", () => connections--)
+    }
+
     const serve = (target: { path: string } | { port: number; host: string }, address: string) =>
       Effect.acquireRelease(
         Effect.gen(function* () {
           const server = http.createServer({ keepAliveTimeout: 65_000 }, dataPath.handler)
+          server.prependListener("connection", capConnections)
           yield* Effect.interruptible(listen(server, target, address))
           return server
         }),

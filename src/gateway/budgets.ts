@@ -1,6 +1,11 @@
 /**
  * Per-workspace daily token budgets (UTC days). In memory: `seed` lets the host restore today's
  * spend from its event log at start.
+ *
+ * Admission reserves what a request may spend (its output cap plus an input estimate) and the
+ * end of the request settles it: the reservation is released and the real usage added. Checking
+ * spend alone let twenty parallel requests through a budget that fit five (each saw the spend
+ * before any had finished).
  */
 import type { GatewayBudgets } from "./config.js"
 
@@ -8,11 +13,20 @@ const DAY = 86_400_000
 
 export type BudgetCheck =
   | { readonly ok: true }
-  | { readonly ok: false; readonly limit: number; readonly used: number; readonly resetsAt: number }
+  | {
+    readonly ok: false
+    readonly limit: number
+    readonly used: number
+    /** Held by requests in flight. */
+    readonly reserved: number
+    readonly resetsAt: number
+  }
 
 export class Budgets {
   private day = -1
   private readonly used = new Map<string, number>()
+  /** Not cleared at midnight: requests in flight then still settle what they reserved. */
+  private readonly reserved = new Map<string, number>()
 
   constructor(private readonly config: GatewayBudgets) {}
 
@@ -28,12 +42,29 @@ export class Budgets {
     }
   }
 
-  check(workspace: string, now: number): BudgetCheck {
+  /** Whether `tokens` more fit today beside what is spent and reserved (0: whether any is left). */
+  check(workspace: string, now: number, tokens = 0): BudgetCheck {
     const limit = this.limitOf(workspace)
     if (limit === undefined) return { ok: true }
     this.roll(now)
     const used = this.used.get(workspace) ?? 0
-    return used < limit ? { ok: true } : { ok: false, limit, used, resetsAt: (this.day + 1) * DAY }
+    const reserved = this.reserved.get(workspace) ?? 0
+    return used < limit && used + reserved + tokens <= limit
+      ? { ok: true }
+      : { ok: false, limit, used, reserved, resetsAt: (this.day + 1) * DAY }
+  }
+
+  /** Holds `tokens` for a request in flight; pair with exactly one `release` of the same amount. */
+  reserve(workspace: string, tokens: number): void {
+    if (tokens <= 0 || this.limitOf(workspace) === undefined) return
+    this.reserved.set(workspace, (this.reserved.get(workspace) ?? 0) + tokens)
+  }
+
+  release(workspace: string, tokens: number): void {
+    if (tokens <= 0 || this.limitOf(workspace) === undefined) return
+    const left = (this.reserved.get(workspace) ?? 0) - tokens
+    if (left > 0) this.reserved.set(workspace, left)
+    else this.reserved.delete(workspace)
   }
 
   add(workspace: string, tokens: number, now: number): void {
@@ -47,10 +78,11 @@ export class Budgets {
     this.add(workspace, tokens, now)
   }
 
-  today(now: number): Record<string, { used: number; limit: number | null }> {
+  today(now: number): Record<string, { used: number; reserved: number; limit: number | null }> {
     this.roll(now)
-    const out: Record<string, { used: number; limit: number | null }> = {}
-    for (const [ws, used] of this.used) out[ws] = { used, limit: this.limitOf(ws) ?? null }
+    const out: Record<string, { used: number; reserved: number; limit: number | null }> = {}
+    for (const [ws, used] of this.used) out[ws] = { used, reserved: this.reserved.get(ws) ?? 0, limit: this.limitOf(ws) ?? null }
+    for (const [ws, reserved] of this.reserved) out[ws] ??= { used: 0, reserved, limit: this.limitOf(ws) ?? null }
     return out
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The `gateway:` section of pynchy.yaml (proposed: the lead adds `gateway: GatewayConfig` to
  * PynchyConfig). Providers stay in `providers:` (src/config/schema.ts); this section groups
- * their models, and sets routing, retries, cooldown, budgets and where the gateway listens.
+ * their models, and sets routing, retries, cooldown, budgets, limits and where the gateway listens.
  */
 import { Schema } from "effect"
 
@@ -74,7 +74,21 @@ export class GatewayBudgets extends Schema.Class<GatewayBudgets>("GatewayBudgets
   /** Tokens per workspace per UTC day; none means unlimited. */
   dailyTokens: Schema.optional(PositiveInt),
   /** Per-workspace overrides of `dailyTokens`. */
-  workspaces: Schema.optionalWith(Schema.Record({ key: Schema.String, value: PositiveInt }), { default: () => ({}) })
+  workspaces: Schema.optionalWith(Schema.Record({ key: Schema.String, value: PositiveInt }), { default: () => ({}) }),
+  /**
+   * Output tokens reserved at admission for a request that sets no cap (`max_tokens`,
+   * `max_completion_tokens`, `max_output_tokens`); a request that sets one reserves that.
+   */
+  defaultMaxTokens: Schema.optionalWith(PositiveInt, { default: () => 4_096 }),
+  /** Input estimate reserved at admission: one token per this many request body bytes. */
+  inputBytesPerToken: Schema.optionalWith(PositiveInt, { default: () => 4 })
+}) {}
+
+export class GatewayLimits extends Schema.Class<GatewayLimits>("GatewayLimits")({
+  /** Requests one turn token may have open at once (receiving the body included); more get 429. */
+  inFlightPerToken: Schema.optionalWith(PositiveInt, { default: () => 8 }),
+  /** Open connections across the gateway's listeners (socket and TCP); more are closed at accept. */
+  maxConnections: Schema.optionalWith(PositiveInt, { default: () => 256 })
 }) {}
 
 export class GatewayConfig extends Schema.Class<GatewayConfig>("GatewayConfig")({
@@ -84,5 +98,6 @@ export class GatewayConfig extends Schema.Class<GatewayConfig>("GatewayConfig")(
   retry: Schema.optionalWith(GatewayRetry, { default: () => GatewayRetry.make({}) }),
   cooldown: Schema.optionalWith(GatewayCooldown, { default: () => GatewayCooldown.make({}) }),
   timeouts: Schema.optionalWith(GatewayTimeouts, { default: () => GatewayTimeouts.make({}) }),
-  budgets: Schema.optionalWith(GatewayBudgets, { default: () => GatewayBudgets.make({}) })
+  budgets: Schema.optionalWith(GatewayBudgets, { default: () => GatewayBudgets.make({}) }),
+  limits: Schema.optionalWith(GatewayLimits, { default: () => GatewayLimits.make({}) })
 }) {}

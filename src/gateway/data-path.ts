@@ -5,6 +5,8 @@
  * Effect runs the control flow around the bytes: one fiber per request does the attempts, the
  * retry Schedule (backoff, Retry-After, failover) and the header timeout; answers are then piped
  * chunk by chunk, never buffered (JSON answers are copied aside only to read their usage).
+ * Admission reserves what a request may spend against the budgets and its end settles it
+ * (`account`, once per request: the response's close is the backstop).
  */
 import { Clock, Duration, Effect, type Fiber, FiberId, Option, Redacted, Runtime, Schedule } from "effect"
 import * as http from "node:http"
@@ -15,7 +17,7 @@ import type { Deadline, Deadlines } from "./deadlines.js"
 import type { Api, Catalog, Deployment, Group } from "./catalog.js"
 import type { GatewayConfig } from "./config.js"
 import type { GatewayEvent } from "./events.js"
-import { gatewayLog, maskChunk, REDACTED, redactText } from "./redact.js"
+import { gatewayLog, maskTruncated, REDACTED, redactText, StreamMasker } from "./redact.js"
 import type { Router } from "./router.js"
 import type { Grant, TokenTable } from "./tokens.js"
 import { SseUsageTap, type Usage, usageOfJson } from "./usage.js"
@@ -42,6 +44,14 @@ export interface DataPath {
 const apiPaths: Record<Api, string> = { chat: "/chat/completions", responses: "/responses", messages: "/messages" }
 const MAX_USAGE_BODY = 8 * 1024 * 1024
 const MAX_ERROR_BODY = 64 * 1024
+/** Output cap fields, across the three APIs; the largest one set is reserved. */
+const capFields = ["max_tokens", "max_completion_tokens", "max_output_tokens"] as const
+const MAX_RESERVATION = 2 ** 48
+
+/** One request from the moment its token was accepted; `ctx` once it was admitted. */
+interface Slot {
+  ctx: Ctx | undefined
+}
 
 /** Statuses worth another attempt (elsewhere, or later): overload, server faults, a key this deployment refuses. */
 const retryableStatus = (s: number) => s === 401 || s === 403 || s === 408 || s === 409 || s === 425 || s === 429 || s >= 500
@@ -86,6 +96,15 @@ interface Ctx {
   readonly rewritten: boolean
   readonly tried: Set<string>
   readonly received: number
+  /** Tokens held against the budgets until `account` settles them. */
+  readonly reserved: number
+  accounted: boolean
+  /** Tokens charged so far (by `account`). */
+  charged: number
+  /** An attempt is with the upstream (it may be spending tokens). */
+  live: boolean
+  /** Set when the client left or the token was revoked: whether an attempt was live then. */
+  cut: boolean | undefined
   upReq: http.ClientRequest | undefined
   bodies: Map<string, Buffer> | undefined
   /** The retry fiber, once a first attempt failed. */
@@ -135,6 +154,9 @@ const shown = (s: string, known: ReadonlyArray<string>) => redactText(s.length >
 
 export const makeDataPath = (deps: DataPathDeps): DataPath => {
   const { catalog, router, tokens, budgets, config, clock, emit, deadlines } = deps
+  const budgetConfig = config.budgets
+  const inFlightCap = config.limits.inFlightPerToken
+  const capWords = `its max_tokens, or ${budgetConfig.defaultMaxTokens} when it sets none, plus an estimate of its input`
   const runFork = Runtime.runFork(deps.runtime)
   const secrets = catalog.secrets
   const secretBufs = secrets.map((s) => Buffer.from(s))
@@ -197,11 +219,15 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
       headers: upstreamHeaders(ctx, d, body.length)
     })
     ctx.upReq = upReq
+    ctx.live = true
     let settled = false
     const settle = (r: Answer | AttemptFailed) => {
       if (settled) return
       settled = true
-      if (r instanceof AttemptFailed) release()
+      if (r instanceof AttemptFailed) {
+        ctx.live = false
+        release()
+      }
       done(r)
     }
     upReq.on("error", (e: NodeJS.ErrnoException) => settle(new AttemptFailed("connect", d, 502, undefined, undefined, undefined, e.code ?? "error")))
@@ -211,7 +237,7 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
       router.onHeaders(d, performance.now() - started)
       const status = upRes.statusCode ?? 502
       if (status < 400 || !retryableStatus(status)) return settle({ d, upReq, upRes, release })
-      // A retryable status: read its (small) error body, so a final failure can pass it on.
+      // A retryable status: read its (small) error body whole, so a final failure can pass it on masked.
       const chunks: Array<Buffer> = []
       let size = 0
       upRes.on("data", (c: Buffer) => {
@@ -219,7 +245,7 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
         size += c.length
       })
       const end = () =>
-        settle(new AttemptFailed("status", d, status, parseRetryAfter(upRes.headers, now()), Buffer.concat(chunks).subarray(0, MAX_ERROR_BODY), upRes.headers, undefined))
+        settle(new AttemptFailed("status", d, status, parseRetryAfter(upRes.headers, now()), Buffer.concat(chunks), upRes.headers, undefined))
       upRes.on("end", end)
       upRes.on("close", end)
       upRes.on("error", () => undefined)
@@ -305,7 +331,7 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
           r.upReq.destroy()
           r.release()
         }
-        return account(ctx, d.id, 499, "client_closed", null)
+        return account(ctx, d.id, 499, "client_closed", null, ctx.cut === true)
       }
       if (r instanceof AttemptFailed) {
         failed(r)
@@ -322,11 +348,18 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
     })
   }
 
+  /** The client left or the token was revoked: stop whatever attempt or retry is running. */
+  const cut = (ctx: Ctx) => {
+    if (ctx.cut === undefined) ctx.cut = ctx.live
+    ctx.fiber?.unsafeInterruptAsFork(FiberId.none)
+    ctx.upReq?.destroy()
+  }
+
   const fail = (ctx: Ctx, f: AttemptFailed) => {
     const { res, api } = ctx
     if (f.kind === "status" && f.body !== undefined) {
-      const body = Buffer.from(redactText(maskChunk(f.body, secretBufs).toString("utf8"), secrets))
-      const headers: Record<string, string> = { "content-type": String(f.headers?.["content-type"] ?? "application/json") }
+      const body = Buffer.from(redactText(maskTruncated(f.body, MAX_ERROR_BODY, secretBufs).toString("utf8"), secrets))
+      const headers: Record<string, string> = { "content-type": redactText(String(f.headers?.["content-type"] ?? "application/json"), secrets) }
       if (f.retryAfterMs !== undefined) headers["retry-after"] = String(Math.ceil(f.retryAfterMs / 1000))
       if (!res.headersSent) {
         res.writeHead(f.status, { ...headers, "content-length": body.length })
@@ -344,12 +377,31 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
     account(ctx, f.deployment?.id ?? "none", f.status, "upstream_error", null)
   }
 
-  const account = (ctx: Ctx, deployment: string, status: number, outcome: "ok" | "upstream_error" | "dropped" | "client_closed", usage: Usage | null) => {
+  /**
+   * Settles the request: its reservation is released and what it spent is charged. `unread`: the
+   * upstream may have spent tokens whose usage never came (an answer without usage, or one cut
+   * before it), so at least the reservation is charged; otherwise cutting a stream just before
+   * its usage would make output free. A later call (a straggler after the backstop) charges only
+   * what exceeds the first charge.
+   */
+  const account = (ctx: Ctx, deployment: string, status: number, outcome: "ok" | "upstream_error" | "dropped" | "client_closed", usage: Usage | null, unread = false) => {
     const t = now()
-    const total = usage?.totalTokens ?? 0
+    const { grant } = ctx
+    const read = usage?.totalTokens ?? 0
+    const estimated = unread && ctx.reserved > read
+    let total = estimated ? ctx.reserved : read
+    if (!ctx.accounted) {
+      ctx.accounted = true
+      budgets.release(grant.workspace, ctx.reserved)
+      grant.reserved -= ctx.reserved
+    } else {
+      total -= ctx.charged
+      if (total <= 0) return
+    }
+    ctx.charged += total
     if (total > 0) {
-      budgets.add(ctx.grant.workspace, total, t)
-      ctx.grant.used += total
+      budgets.add(grant.workspace, total, t)
+      grant.used += total
     }
     emit({
       type: "gateway.usage",
@@ -367,6 +419,7 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
       cacheReadTokens: usage?.cacheReadTokens ?? 0,
       cacheWriteTokens: usage?.cacheWriteTokens ?? 0,
       totalTokens: total,
+      estimated,
       durationMs: Math.round((performance.now() - ctx.received) * 1000) / 1000
     })
   }
@@ -386,6 +439,7 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
     res.writeHead(status, headers)
     if (sse) res.flushHeaders()
     const tap = sse ? new SseUsageTap() : undefined
+    const masker = secretBufs.length > 0 ? new StreamMasker(secretBufs) : undefined
     const copies: Array<Buffer> = []
     let copied = 0
     let done = false
@@ -397,20 +451,26 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
       if (tap) usage = tap.result()
       else if (copied > 0 && copied <= MAX_USAGE_BODY) usage = usageOfJson(Buffer.concat(copies, copied).toString("utf8"))
       router.onTokens(d, usage?.totalTokens ?? 0, now())
-      account(ctx, d.id, status, outcome, usage)
+      account(ctx, d.id, status, outcome, usage, status < 400 && (outcome !== "ok" || usage === null))
     }
-    upRes.on("data", (chunk: Buffer) => {
-      if (secretBufs.length > 0) maskChunk(chunk, secretBufs)
+    const forward = (chunk: Buffer) => {
       if (tap) tap.push(chunk)
       else if (copied + chunk.length <= MAX_USAGE_BODY) {
         copies.push(chunk)
         copied += chunk.length
       }
-      if (!res.write(chunk)) upRes.pause()
+    }
+    upRes.on("data", (chunk: Buffer) => {
+      const out = masker ? masker.push(chunk) : chunk
+      if (out.length === 0) return
+      forward(out)
+      if (!res.write(out)) upRes.pause()
     })
     res.on("drain", () => upRes.resume())
     upRes.on("end", () => {
-      res.end()
+      const rest = masker?.end()
+      if (rest) forward(rest)
+      res.end(rest)
       finish(status < 400 ? "ok" : "upstream_error")
     })
     upRes.on("error", () => undefined)
@@ -432,7 +492,51 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
     })
   }
 
-  const start = (api: Api, req: http.IncomingMessage, res: http.ServerResponse, grant: Grant, raw: Buffer, received: number) => {
+  /**
+   * What a request may spend: its output cap (the largest it sets, times `n` choices) or the
+   * configured default, plus an input estimate from the body's size.
+   */
+  const reservationOf = (body: Record<string, unknown>, bytes: number): number => {
+    let cap = 0
+    for (const field of capFields) {
+      const v = body[field]
+      if (typeof v === "number" && Number.isFinite(v) && v > cap) cap = Math.ceil(v)
+    }
+    const n = typeof body.n === "number" && Number.isInteger(body.n) && body.n > 1 ? body.n : 1
+    return Math.min(MAX_RESERVATION, (cap > 0 ? cap : budgetConfig.defaultMaxTokens) * n + Math.ceil(bytes / budgetConfig.inputBytesPerToken))
+  }
+
+  /** Reserves `need` against the workspace's day and the token's own budget, or refuses with 429. */
+  const admit = (api: Api, res: http.ServerResponse, grant: Grant, need: number): boolean => {
+    const t = now()
+    const { workspace, conversationId } = grant
+    const budget = budgets.check(workspace, t, need)
+    if (!budget.ok) {
+      const { limit, used, reserved, resetsAt } = budget
+      const why = used >= limit
+        ? `workspace '${workspace}' has used its daily token budget (${used} of ${limit} tokens)`
+        : `workspace '${workspace}' cannot fit this request in its daily token budget: it may use up to ${need} tokens (${capWords}), and ${used} of ${limit} are used and ${reserved} held by requests in flight`
+      const message = `${why}; it resets at ${new Date(resetsAt).toISOString()}`
+      emit({ type: "gateway.budget_exceeded", at: t, workspace, conversationId, scope: "workspace-daily", limit, used, reserved, requested: need, resetsAt, message })
+      send(res, 429, errorJson(api, "budget_exceeded", message))
+      return false
+    }
+    const limit = grant.tokenBudget
+    if (limit !== null && (grant.used >= limit || grant.used + grant.reserved + need > limit)) {
+      const { used, reserved } = grant
+      const message = used >= limit
+        ? `this turn has used its token budget (${used} of ${limit} tokens)`
+        : `this turn cannot fit this request in its token budget: it may use up to ${need} tokens (${capWords}), and ${used} of ${limit} are used and ${reserved} held by requests in flight`
+      emit({ type: "gateway.budget_exceeded", at: t, workspace, conversationId, scope: "turn", limit, used, reserved, requested: need, resetsAt: null, message })
+      send(res, 429, errorJson(api, "budget_exceeded", message))
+      return false
+    }
+    budgets.reserve(workspace, need)
+    grant.reserved += need
+    return true
+  }
+
+  const start = (api: Api, req: http.IncomingMessage, res: http.ServerResponse, grant: Grant, raw: Buffer, received: number, slot: Slot) => {
     let parsed: unknown
     try {
       parsed = JSON.parse(raw.toString("utf8"))
@@ -453,18 +557,6 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
     if (!router.servesApi(chain, api)) {
       return send(res, 400, errorJson(api, "invalid_request_error", `no deployment of model '${shown(model, secrets)}' serves ${req.url?.split("?")[0]}`))
     }
-    const t = now()
-    const budget = budgets.check(grant.workspace, t)
-    if (!budget.ok) {
-      const message = `workspace '${grant.workspace}' has used its daily token budget (${budget.used} of ${budget.limit} tokens); it resets at ${new Date(budget.resetsAt).toISOString()}`
-      emit({ type: "gateway.budget_exceeded", at: t, workspace: grant.workspace, conversationId: grant.conversationId, scope: "workspace-daily", limit: budget.limit, used: budget.used, resetsAt: budget.resetsAt, message })
-      return send(res, 429, errorJson(api, "budget_exceeded", message))
-    }
-    if (grant.tokenBudget !== null && grant.used >= grant.tokenBudget) {
-      const message = `this turn has used its token budget (${grant.used} of ${grant.tokenBudget} tokens)`
-      emit({ type: "gateway.budget_exceeded", at: t, workspace: grant.workspace, conversationId: grant.conversationId, scope: "turn", limit: grant.tokenBudget, used: grant.used, resetsAt: null, message })
-      return send(res, 429, errorJson(api, "budget_exceeded", message))
-    }
     const stream = body.stream === true
     let rewritten = false
     // Streamed chat answers carry usage only when asked: ask, so streams are accounted too.
@@ -475,20 +567,13 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
         rewritten = true
       }
     }
-    const ctx: Ctx = { api, req, res, grant, model, chain, stream, parsed: body, raw, rewritten, tried: new Set(), received, upReq: undefined, bodies: undefined, fiber: undefined }
-    const cancel = () => {
-      ctx.fiber?.unsafeInterruptAsFork(FiberId.none)
-      ctx.upReq?.destroy()
-      res.destroy()
+    const need = reservationOf(body, raw.length)
+    if (!admit(api, res, grant, need)) return
+    const ctx: Ctx = {
+      api, req, res, grant, model, chain, stream, parsed: body, raw, rewritten, tried: new Set(), received,
+      reserved: need, accounted: false, charged: 0, live: false, cut: undefined, upReq: undefined, bodies: undefined, fiber: undefined
     }
-    grant.inFlight.add(cancel)
-    res.on("close", () => {
-      grant.inFlight.delete(cancel)
-      if (!res.writableFinished) {
-        ctx.fiber?.unsafeInterruptAsFork(FiberId.none)
-        ctx.upReq?.destroy()
-      }
-    })
+    slot.ctx = ctx
     forward(ctx)
   }
 
@@ -519,6 +604,31 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
       const names = [...catalog.groups.keys()].filter((n) => grant.models === null || grant.models.has(n))
       return send(res, 200, JSON.stringify({ object: "list", data: names.map((id) => ({ id, object: "model", created: 0, owned_by: "pynchy" })) }))
     }
+    // Counted from here, so slow uploads hold their slots too.
+    if (grant.inFlight.size >= inFlightCap) {
+      req.resume()
+      return send(res, 429, errorJson(api, "rate_limit_error", `this token already has ${inFlightCap} requests in flight, the most it may have; send more when one has finished`), { "retry-after": "1" })
+    }
+    const slot: Slot = { ctx: undefined }
+    const cancel = () => {
+      if (slot.ctx) cut(slot.ctx)
+      res.destroy()
+    }
+    grant.inFlight.add(cancel)
+    res.on("close", () => {
+      grant.inFlight.delete(cancel)
+      const ctx = slot.ctx
+      if (ctx === undefined) return
+      if (!res.writableFinished) cut(ctx)
+      // The backstop: a path that never settled (a retry fiber interrupted, an attempt cut) still
+      // releases its reservation. Deferred, so the data path's own close listeners settle first
+      // with the usage they read.
+      if (!ctx.accounted) {
+        setImmediate(() => {
+          if (!ctx.accounted) account(ctx, "none", 499, "client_closed", null, ctx.cut === true)
+        })
+      }
+    })
     const chunks: Array<Buffer> = []
     let size = 0
     let tooBig = false
@@ -534,7 +644,7 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
     })
     req.on("end", () => {
       if (tooBig) return send(res, 413, errorJson(api, "request_too_large", `the request body is larger than ${timeouts.maxBodyBytes} bytes`))
-      start(api, req, res, grant, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), received)
+      start(api, req, res, grant, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), received, slot)
     })
     req.on("error", () => res.destroy())
   }

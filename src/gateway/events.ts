@@ -22,7 +22,13 @@ export interface UsageEvent {
   readonly outputTokens: number
   readonly cacheReadTokens: number
   readonly cacheWriteTokens: number
+  /** What the budgets were charged. */
   readonly totalTokens: number
+  /**
+   * True when the upstream may have spent tokens the gateway could not read (an answer without
+   * usage, or one cut before its usage came): `totalTokens` is then the request's reservation.
+   */
+  readonly estimated: boolean
   /** Gateway receipt to last byte. */
   readonly durationMs: number
 }
@@ -36,6 +42,10 @@ export interface BudgetExceededEvent {
   readonly scope: "workspace-daily" | "turn"
   readonly limit: number
   readonly used: number
+  /** Held by requests in flight. */
+  readonly reserved: number
+  /** What this request would have reserved (its output cap plus an input estimate). */
+  readonly requested: number
   /** When the daily budget resets (epoch millis), null for a turn budget. */
   readonly resetsAt: number | null
   /** A sentence fit to show the user. */

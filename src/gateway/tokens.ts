@@ -13,7 +13,9 @@ export interface Grant {
   readonly expiresAt: number
   readonly tokenBudget: number | null
   used: number
-  /** Cancels of the requests in flight with this token. */
+  /** Held by this token's requests in flight (see Budgets). */
+  reserved: number
+  /** Cancels of the requests in flight with this token (their count is capped). */
   readonly inFlight: Set<() => void>
 }
 
@@ -45,6 +47,7 @@ export class TokenTable {
       expiresAt: input.expiresAt,
       tokenBudget: input.tokenBudget ?? null,
       used: 0,
+      reserved: 0,
       inFlight: new Set()
     })
     return token

@@ -17,14 +17,15 @@ describe("gateway event log", () => {
       const settings = GatewaySettings.layerFrom({
         dataDir: tempDir("pynchy-gw-"),
         providers: [provider({ name: "p", baseUrl: up.url, models: ["m"] })],
-        gateway: GatewayConfig.make({ budgets: GatewayBudgets.make({ dailyTokens: 10 }) })
+        gateway: GatewayConfig.make({ budgets: GatewayBudgets.make({ dailyTokens: 30 }) })
       })
       const stack = GatewayEventLog.layer.pipe(Layer.provideMerge(Gateway.layer), Layer.provide(settings), Layer.provide(Layer.succeedContext(db)))
       yield* Effect.gen(function* () {
         const gw = yield* Gateway
         const { token } = yield* gw.mintToken({ workspace: "main", conversationId: "terminal:a", expiresAt: 3_600_000 })
-        const ask = { model: "m", messages: [{ role: "user", content: "private words" }] }
+        const ask = { model: "m", messages: [{ role: "user", content: "private words" }], max_tokens: 5 }
         const target = { socketPath: gw.socketPath! }
+        // Reserves 5 + an input estimate (about 26 of 30), spends 18; the next no longer fits.
         assert.strictEqual((yield* call(target, { path: "/v1/chat/completions", token: Redacted.value(token), body: ask })).status, 200)
         assert.strictEqual((yield* call(target, { path: "/v1/chat/completions", token: Redacted.value(token), body: ask })).status, 429)
       }).pipe(Effect.provide(stack))
@@ -38,7 +39,7 @@ describe("gateway event log", () => {
       yield* Effect.gen(function* () {
         const gw = yield* Gateway
         const { token } = yield* gw.mintToken({ workspace: "main", conversationId: "terminal:a", expiresAt: 3_600_000 })
-        const ask = { model: "m", messages: [{ role: "user", content: "again" }] }
+        const ask = { model: "m", messages: [{ role: "user", content: "again" }], max_tokens: 5 }
         assert.strictEqual((yield* call({ socketPath: gw.socketPath! }, { path: "/v1/chat/completions", token: Redacted.value(token), body: ask })).status, 429)
       }).pipe(Effect.provide(stack))
     }))

@@ -273,28 +273,30 @@ describe("gateway data path (scripted upstream)", () => {
         budgets: { dailyTokens: 1_000, workspaces: { small: 150 } }
       })
       const events = yield* gw.subscribe
+      // A small cap, so each request's reservation (cap + input estimate) fits the small budgets.
+      const capped = { ...ask(), max_tokens: 30 }
       const target = { socketPath: gw.socketPath! }
       const ws = yield* gw.mintToken({ workspace: "small", conversationId: "c", expiresAt: HOUR })
-      assert.strictEqual((yield* call(target, { path: "/v1/chat/completions", token: Redacted.value(ws.token), body: ask() })).status, 200)
-      assert.strictEqual((yield* call(target, { path: "/v1/chat/completions", token: Redacted.value(ws.token), body: ask() })).status, 200)
-      const over = yield* call(target, { path: "/v1/chat/completions", token: Redacted.value(ws.token), body: ask() })
+      assert.strictEqual((yield* call(target, { path: "/v1/chat/completions", token: Redacted.value(ws.token), body: capped })).status, 200)
+      assert.strictEqual((yield* call(target, { path: "/v1/chat/completions", token: Redacted.value(ws.token), body: capped })).status, 200)
+      const over = yield* call(target, { path: "/v1/chat/completions", token: Redacted.value(ws.token), body: capped })
       assert.strictEqual(over.status, 429)
       assert.include(JSON.parse(over.body).error.message, "workspace 'small' has used its daily token budget (200 of 150 tokens)")
       // The next UTC day starts afresh.
       yield* TestClock.adjust(86_400_000)
       const tomorrow = yield* gw.mintToken({ workspace: "small", conversationId: "c", expiresAt: 2 * 86_400_000 })
-      assert.strictEqual((yield* call(target, { path: "/v1/chat/completions", token: Redacted.value(tomorrow.token), body: ask() })).status, 200)
+      assert.strictEqual((yield* call(target, { path: "/v1/chat/completions", token: Redacted.value(tomorrow.token), body: capped })).status, 200)
 
       const turn = yield* gw.mintToken({ workspace: "main", conversationId: "d", expiresAt: 2 * 86_400_000, tokenBudget: 50 })
-      assert.strictEqual((yield* call(target, { path: "/v1/messages", token: Redacted.value(turn.token), header: "x-api-key", body: ask() })).status, 200)
-      const spent = yield* call(target, { path: "/v1/messages", token: Redacted.value(turn.token), header: "x-api-key", body: ask() })
+      assert.strictEqual((yield* call(target, { path: "/v1/messages", token: Redacted.value(turn.token), header: "x-api-key", body: capped })).status, 200)
+      const spent = yield* call(target, { path: "/v1/messages", token: Redacted.value(turn.token), header: "x-api-key", body: capped })
       assert.strictEqual(spent.status, 429)
       assert.strictEqual(JSON.parse(spent.body).type, "error")
       assert.include(JSON.parse(spent.body).error.message, "this turn has used its token budget")
       const budgetEvents = (yield* drain(events)).filter((e) => e.type === "gateway.budget_exceeded")
       assert.deepStrictEqual(budgetEvents.map((e) => e.type === "gateway.budget_exceeded" && e.scope), ["workspace-daily", "turn"])
       const status = yield* gw.status
-      assert.deepStrictEqual(status.usageToday.small, { used: 100, limit: 150 })
+      assert.deepStrictEqual(status.usageToday.small, { used: 100, reserved: 0, limit: 150 })
     }))
 
   it.scoped("revoking a token cuts the request it has in flight", () =>

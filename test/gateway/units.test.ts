@@ -7,7 +7,7 @@ import { type Catalog, type Deployment, resolveCatalog } from "../../src/gateway
 import { GatewayBudgets, GatewayConfig } from "../../src/gateway/config.js"
 import { Deadlines } from "../../src/gateway/deadlines.js"
 import { GatewaySettings } from "../../src/gateway/Gateway.js"
-import { maskChunk, REDACTED, redactHeaders, redactText, redactValue } from "../../src/gateway/redact.js"
+import { maskChunk, maskTruncated, REDACTED, redactHeaders, redactText, redactValue, StreamMasker } from "../../src/gateway/redact.js"
 import { Router } from "../../src/gateway/router.js"
 import { TokenTable } from "../../src/gateway/tokens.js"
 import { SseUsageTap, usageOfJson } from "../../src/gateway/usage.js"
@@ -144,6 +144,40 @@ describe("redaction", () => {
     const length = chunk.length
     assert.notInclude(maskChunk(chunk, [Buffer.from(secret)]).toString(), secret)
     assert.strictEqual(chunk.length, length)
+  })
+
+  it.prop("a stream split anywhere never lets a known secret through, keeps its length and holds back only a secret's start", [
+    fc.array(fc.oneof(fc.constant("K"), fc.constant("k2"), fc.stringOf(fc.constantFrom("a", "b", "s", "k", "-", "\n"), { maxLength: 12 })), { maxLength: 12 }),
+    fc.array(fc.integer({ min: 0, max: 400 }), { maxLength: 8 })
+  ], ([parts, cuts]) => {
+    const secrets = ["sk-abcdefgh", "ks-zz"]
+    const text = parts.map((p) => (p === "K" ? secrets[0] : p === "k2" ? secrets[1] : p)).join("") + "\n"
+    const whole = Buffer.from(text)
+    const points = [...new Set(cuts.map((c) => c % (whole.length + 1)))].sort((a, b) => a - b)
+    const masker = new StreamMasker(secrets.map((s) => Buffer.from(s)))
+    const out: Array<Buffer> = []
+    let from = 0
+    for (const at of [...points, whole.length]) {
+      const piece = masker.push(Buffer.from(whole.subarray(from, at)))
+      // What is held is never more than the longest secret minus one byte.
+      out.push(Buffer.from(piece))
+      assert.isAtMost(at - out.reduce((n, b) => n + b.length, 0), secrets[0]!.length - 1)
+      from = at
+    }
+    const rest = masker.end()
+    if (rest) out.push(rest)
+    const seen = Buffer.concat(out).toString()
+    for (const secret of secrets) assert.notInclude(seen, secret)
+    assert.strictEqual(seen.length, whole.length)
+    // Ending in a newline, nothing is masked but the secrets: the same as masking the whole body.
+    assert.strictEqual(seen, maskChunk(Buffer.from(text), secrets.map((s) => Buffer.from(s))).toString())
+  })
+
+  it("a body cut inside a secret has the secret's start masked too", () => {
+    const secret = Buffer.from("canary0123456789")
+    const out = maskTruncated(Buffer.from(`hello canary0123456789`), 12, [secret]).toString()
+    assert.strictEqual(out, "hello ******")
+    assert.strictEqual(maskTruncated(Buffer.from("hello world"), 5, [secret]).toString(), "hello")
   })
 
   it("credential headers and secret-named fields", () => {
