@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { ConnectionName, ConversationId, WorkspaceId } from "./ids.js"
+import { SANDBOX_TOOLS, SandboxToolName } from "./sandbox-tools.js"
 
 export class SandboxSettings extends Schema.Class<SandboxSettings>("SandboxSettings")({
   /** Container runtime name; unset means the host default. */
@@ -7,6 +8,14 @@ export class SandboxSettings extends Schema.Class<SandboxSettings>("SandboxSetti
   memoryMb: Schema.optional(Schema.Int.pipe(Schema.between(16, 65_536))),
   maxProcesses: Schema.optional(Schema.Int.pipe(Schema.between(1, 65_536))),
   timeoutSeconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 86_400)), { default: () => 600 })
+}) {}
+
+/** How much of the conversation each turn's request carries (token budgets). */
+export class MemorySettings extends Schema.Class<MemorySettings>("MemorySettings")({
+  /** Earlier messages of the conversation, newest kept first. */
+  historyTokens: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 1_000_000)), { default: () => 16_000 }),
+  /** The summary of what no longer fits. */
+  summaryTokens: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100_000)), { default: () => 1_000 })
 }) {}
 
 /** An agent context. Declared in config or registered at runtime (durable). */
@@ -22,6 +31,9 @@ export class Workspace extends Schema.Class<Workspace>("Workspace")({
   agentCore: Schema.optional(Schema.NonEmptyString),
   model: Schema.optional(Schema.NonEmptyString),
   sandbox: Schema.optionalWith(SandboxSettings, { default: () => SandboxSettings.make({}) }),
+  memory: Schema.optionalWith(MemorySettings, { default: () => MemorySettings.make({}) }),
+  /** The tools the runner offers inside the sandbox (default: all of them). */
+  tools: Schema.optionalWith(Schema.Array(SandboxToolName), { default: () => [...SANDBOX_TOOLS] }),
   /** A cron expression for periodic turns. */
   schedule: Schema.optional(Schema.NonEmptyString)
 }) {}

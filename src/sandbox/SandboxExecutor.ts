@@ -123,13 +123,16 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       const skills = yield* skillsFor(w, registry.skills.map((s) => s.value), workspaceDir)
       const model = entry.api === "none" ? null : modelFor(w)
       const turn: TurnSpec = {
-        version: 1,
+        version: 2,
         turnId: input.turn.id,
         conversationId: input.conversation.id,
         workspace: { id: w.id, instructions: w.instructions },
+        summary: null,
+        history: [],
         messages: input.messages.map((msg) => ({ id: msg.id, sender: msg.sender, text: msg.text, createdAt: msg.createdAt })),
         skills: skills.map((s) => ({ name: s.name, description: s.description, tier: s.tier })),
         tools: actions.toolsFor(w),
+        sandboxTools: [...w.tools],
         core,
         model,
         api: entry.api === "messages" ? "messages" : "chat",

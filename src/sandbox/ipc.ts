@@ -6,6 +6,7 @@
  */
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import { SandboxToolName } from "../domain/sandbox-tools.js"
 
 /** A tool the agent may call: a host action, named for the LLM (`hello.greet` → `hello__greet`). */
 export const ToolSpec = Schema.Struct({
@@ -32,15 +33,32 @@ export const TurnMessage = Schema.Struct({
   createdAt: Schema.Number
 })
 
+/** An earlier exchange of the conversation: a user's message or a delivered reply (never tool calls). */
+export const HistoryEntry = Schema.Struct({
+  role: Schema.Literal("user", "assistant"),
+  text: Schema.String,
+  /** Who wrote a user message, where a conversation has several people. */
+  sender: Schema.optional(Schema.String)
+})
+export type HistoryEntry = typeof HistoryEntry.Type
+
 /** The turn file: everything the runner needs except secrets (the token comes in the env). */
 export const TurnSpec = Schema.Struct({
-  version: Schema.Literal(1),
+  version: Schema.Literal(2),
   turnId: Schema.Number,
   conversationId: Schema.String,
   workspace: Schema.Struct({ id: Schema.String, instructions: Schema.String }),
+  /** The summary of the conversation before `history` (null when none was made). */
+  summary: Schema.NullOr(Schema.String),
+  /** The earlier exchange, oldest first, within the workspace's history budget. */
+  history: Schema.Array(HistoryEntry),
+  /** The turn's new messages. */
   messages: Schema.Array(TurnMessage),
   skills: Schema.Array(SkillSpec),
+  /** Host actions, called over IPC. */
   tools: Schema.Array(ToolSpec),
+  /** Tools the runner runs itself inside the sandbox. */
+  sandboxTools: Schema.Array(SandboxToolName),
   /** The agent core to run. */
   core: Schema.NonEmptyString,
   /** The public model name to ask the gateway for; null when no provider is configured. */
