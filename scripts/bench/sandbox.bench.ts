@@ -2,7 +2,9 @@
  * The sandbox figures of issue 8:
  *   1. sandbox start overhead: a trivial script started and ended through the bwrap runtime
  *      against the same script as a bare node child (the process runtime: cleared env, no
- *      namespaces), alternated in one run; the goal is ≤ 10 ms added at p50;
+ *      namespaces), alternated in one run; the goal is ≤ 10 ms added at p50. The bwrap figure
+ *      includes every wall: the perl launcher, the seccomp program on fd 4, and when the bench runs
+ *      as root the staging of the mounts and the drop to the sandbox user;
  *   2. a whole scripted turn through the sandbox executor (bwrap): ingest → reply delivery sent, p50.
  */
 import { build } from "esbuild"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Debian packages the tests use. Issues that need more add them to PACKAGES.
 set -euo pipefail
-PACKAGES=(bubblewrap tmux debootstrap git sqlite3)
+# keyutils: the sandbox walls test plants a key in the host's session keyring (keyctl).
+PACKAGES=(bubblewrap tmux debootstrap git sqlite3 keyutils)
 missing=()
 for p in "${PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -9,3 +10,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 echo "apt: ${PACKAGES[*]} present"
+bash "$(dirname "$0")/sandbox-user.sh"

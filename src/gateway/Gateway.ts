@@ -15,6 +15,7 @@ import type { GatewayEvent } from "./events.js"
 import { gatewayLog } from "./redact.js"
 import { type DeploymentStatus, Router } from "./router.js"
 import { TokenTable } from "./tokens.js"
+import { openSocketToSandbox } from "../sandbox/runtimes/sandbox-user.js"
 
 /** The gateway could not listen where it was told to. */
 export class GatewayListenFailed extends Schema.TaggedError<GatewayListenFailed>()("GatewayListenFailed", {
@@ -191,7 +192,8 @@ export class Gateway extends Context.Tag("pynchy/Gateway")<Gateway, Gateway.Serv
       yield* Effect.sync(() => fs.mkdirSync(settings.dataDir, { recursive: true }))
       yield* clearStaleSocket(file)
       yield* serve({ path: file }, file)
-      yield* Effect.sync(() => fs.chmodSync(file, config.listen.socketMode))
+      // As root, sandboxes run as an unprivileged user: its group may connect (token-authenticated; the data dir stays 0700).
+      yield* Effect.sync(() => openSocketToSandbox(file, config.listen.socketMode))
       yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(file, { force: true })))
       socketPath = file
     }

@@ -56,3 +56,54 @@ try { fs.writeFileSync(path.join(env.PYNCHY_SKILLS_DIR, "probe-skill", "x.txt"),
 fs.writeFileSync(path.join(session, "probe.json"), JSON.stringify({ envKeys: Object.keys(env).sort(), home: env.HOME, skill: skill.includes("probe skill"), skillWrite }))
 if (env.PROBE_HANG === "1") setInterval(() => {}, 1000)
 `
+
+/**
+ * A hostile agent against the bwrap walls: leaves setuid/setgid copies of bash in /workspace,
+ * tries the syscalls the seccomp filter denies (through perl's `syscall`), reads the kernel's key
+ * list, pid 1's environment and its own seccomp status, and checks node still works (fs through
+ * the thread pool, a child node).
+ */
+export const WALLS_PROBE = `
+import * as fs from "node:fs"
+import { execFileSync } from "node:child_process"
+const out = {}
+fs.copyFileSync("/usr/bin/bash", "/workspace/suid-bash")
+fs.chmodSync("/workspace/suid-bash", 0o4755)
+fs.copyFileSync("/usr/bin/bash", "/workspace/sgid-bash")
+fs.chmodSync("/workspace/sgid-bash", 0o2755)
+const nr = process.arch === "arm64"
+  ? { keyctl: 219, add_key: 217, request_key: 218, perf: 241, bpf: 280, uffd: 282, personality: 92 }
+  : { keyctl: 250, add_key: 248, request_key: 249, perf: 298, bpf: 321, uffd: 323, personality: 135 }
+const perl = (code) => {
+  try { return execFileSync("/usr/bin/perl", ["-e", code], { encoding: "utf8" }).trim() } catch (e) { return "died:" + (e.signal ?? e.status) }
+}
+const report = 'print $r == -1 ? "errno:" . ($! + 0) : "ok"'
+const sys = (n, args) => perl("my @a = (" + args + "); my $r = syscall(" + n + ", @a); " + report)
+out.sys = {
+  keyctl: sys(nr.keyctl, "0, -3, 0"),
+  keyctlRead: sys(nr.keyctl, "11, " + Number(process.env.PROBE_KEY_ID ?? 0) + ", 0, 0"),
+  add_key: sys(nr.add_key, '"user", "pynchy-probe", "v", 1, -3'),
+  request_key: sys(nr.request_key, '"user", "pynchy-probe", 0, 0'),
+  perf_event_open: sys(nr.perf, "0, 0, -1, -1, 0"),
+  bpf: sys(nr.bpf, "0, 0, 0"),
+  userfaultfd: sys(nr.uffd, "1"),
+  personalitySet: sys(nr.personality, "0x0040000"),
+  personalityQuery: sys(nr.personality, "0xffffffff"),
+  io_uring_setup: perl('my $p = "\\\\0" x 120; my $r = syscall(425, 8, $p); ' + report),
+  io_uring_enter: sys(426, "0, 0, 0, 0, 0, 0"),
+  io_uring_register: sys(427, "0, 0, 0, 0"),
+  netlink: perl('print socket(my $s, 16, 3, 0) ? "ok" : "errno:" . ($! + 0)'),
+  vsock: perl('print socket(my $s, 40, 1, 0) ? "ok" : "errno:" . ($! + 0)'),
+  unix: perl('print socket(my $s, 1, 1, 0) ? "ok" : "errno:" . ($! + 0)'),
+  ...(process.arch === "x64" ? { x32: sys(0x40000000 + 39, "") } : {})
+}
+out.seccomp = (fs.readFileSync("/proc/self/status", "utf8").match(/^Seccomp:\\s*(\\d+)/m) ?? [])[1]
+out.keys = fs.readFileSync("/proc/keys", "utf8")
+try { out.keyctlTool = execFileSync("/usr/bin/keyctl", ["print", String(process.env.PROBE_KEY_ID ?? 0)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }) } catch (e) { out.keyctlTool = "failed" }
+try { out.pid1Environ = fs.readFileSync("/proc/1/environ", "latin1").split("\\0").filter(Boolean) } catch (e) { out.pid1Environ = e.code }
+out.nodeChild = execFileSync(process.execPath, ["-e", "const fs = require('fs'); fs.writeFileSync('/tmp/n.txt', 'node-ok'); fs.promises.readFile('/tmp/n.txt', 'utf8').then((t) => { require('crypto').randomBytes(8); process.stdout.write(t) })"], { encoding: "utf8" })
+out.asyncRead = await fs.promises.readFile("/proc/self/status", "utf8").then(() => "ok", (e) => e.code)
+out.uid = process.getuid()
+fs.writeFileSync("/session/probe.json", JSON.stringify(out))
+if (process.env.PROBE_HANG === "1") setInterval(() => {}, 1000)
+`

@@ -97,5 +97,11 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("bwrap sandb
     for (const flag of ["--unshare-all", "--unshare-user", "--disable-userns", "--clearenv", "--die-with-parent", "--new-session"]) assert.include(args, flag)
     assert.strictEqual(args[args.indexOf("--cap-drop") + 1], "ALL")
     assert.strictEqual(args[args.indexOf("/g") + 1], "/run/gateway.sock")
+    // Staged (the host is root): every host path is bound from the launcher's tmpfs, none by its own name.
+    const staged = Bwrap.bwrapArgs({
+      sandboxId: "000000000001", workspaceDir: "/w", sessionDir: "/s", hostDir: "/h", turnFile: "/h/turn.json", skills: [], ipcSocket: "/i", gatewaySocket: "/g", entry: "/e", env: {}
+    }, "/usr/bin/node", { staged: true, seccompFd: 4 })
+    for (const host of ["/w", "/s", "/h/turn.json", "/i", "/g", "/e"]) assert.notInclude(staged, host)
+    assert.strictEqual(staged[staged.indexOf("--seccomp") + 1], "4")
   })
 })

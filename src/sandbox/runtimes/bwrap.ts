@@ -1,15 +1,20 @@
 /**
  * The default sandbox: bubblewrap. Read-only /usr, the workspace and session folders read-write,
  * skills read-only, a private /tmp, every namespace unshared (no network: only `lo`), a cleared
- * environment, all capabilities dropped, killed with its parent. The IPC and gateway sockets are
- * the only ways out, bind-mounted as files. Secrets (the turn token) travel on fd 3, never argv.
+ * environment, all capabilities dropped, a seccomp filter (seccomp.ts), killed with its parent.
+ * The IPC and gateway sockets are the only ways out, bind-mounted as files. Secrets (the turn
+ * token) travel on fd 3, never argv. When the host is root the sandbox runs as an unprivileged
+ * host user (sandbox-user.ts), reached through the launcher (launcher.ts).
  */
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { ENTRY_INSIDE, isSafeName, runnerEnv, SANDBOX_PATHS, type SandboxRuntime, type SandboxSpec } from "../runtime.js"
-import { type CgroupResult, launcherArgs, makeCgroup } from "./cgroup.js"
-import { killProcess, processAlive } from "./procinfo.js"
+import { type CgroupResult, makeCgroup, sweepCgroups } from "./cgroup.js"
+import { launch, launcherSupported, PERL, STAGE_DIR } from "./launcher.js"
+import { killProcess, LAUNCH_MARKER, processAlive } from "./procinfo.js"
+import { giveToSandbox, sandboxUser } from "./sandbox-user.js"
+import { seccompProgram } from "./seccomp.js"
 import { spawnSandbox } from "./spawn.js"
 
 export interface BwrapOptions {
@@ -19,8 +24,50 @@ export interface BwrapOptions {
   readonly onLimitsSkipped?: (reason: string) => void
 }
 
+/** The only environment bwrap itself gets (it shows as /proc/1/environ inside): never the host's. */
+export const LAUNCH_ENV: Readonly<Record<string, string>> = { PATH: "/usr/bin:/bin", [LAUNCH_MARKER]: "bwrap" }
+/** The descriptor bwrap reads the seccomp program from (3 carries the arguments). */
+const SECCOMP_FD = 4
+
+/** A host path the sandbox sees. */
+export interface HostMount {
+  readonly source: string
+  readonly dest: string
+  readonly writable: boolean
+  readonly dir: boolean
+}
+
+export const hostMounts = (spec: SandboxSpec, node: string): Array<HostMount> => {
+  const mounts: Array<HostMount> = []
+  // A node installed outside /usr (nvm, a tarball) is mounted read-only where it lives.
+  const prefix = path.dirname(path.dirname(node))
+  if (!node.startsWith("/usr/")) mounts.push({ source: prefix, dest: prefix, writable: false, dir: true })
+  mounts.push(
+    { source: spec.entry, dest: ENTRY_INSIDE, writable: false, dir: false },
+    { source: spec.turnFile, dest: SANDBOX_PATHS.PYNCHY_TURN_FILE, writable: false, dir: false },
+    { source: spec.workspaceDir, dest: SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR, writable: true, dir: true },
+    { source: spec.sessionDir, dest: SANDBOX_PATHS.PYNCHY_SESSION_DIR, writable: true, dir: true }
+  )
+  for (const skill of spec.skills) {
+    if (isSafeName(skill.name)) mounts.push({ source: skill.path, dest: `${SANDBOX_PATHS.PYNCHY_SKILLS_DIR}/${skill.name}`, writable: false, dir: true })
+  }
+  mounts.push({ source: spec.ipcSocket, dest: SANDBOX_PATHS.PYNCHY_IPC_SOCKET, writable: true, dir: false })
+  if (spec.gatewaySocket !== null) mounts.push({ source: spec.gatewaySocket, dest: SANDBOX_PATHS.PYNCHY_GATEWAY_SOCKET, writable: true, dir: false })
+  return mounts
+}
+
+/** Where bwrap finds the i-th host mount when the launcher staged them (the host is root). */
+export const stagedPath = (i: number) => `${STAGE_DIR}/m${i}`
+
+export interface BwrapArgsOptions {
+  /** Bind the staged copies (`stagedPath`) instead of the host paths. */
+  readonly staged?: boolean
+  /** The descriptor of the seccomp program. */
+  readonly seccompFd?: number
+}
+
 /** The bwrap arguments (without the program). Exported for the docs and the security tests. */
-export const bwrapArgs = (spec: SandboxSpec, node: string): Array<string> => {
+export const bwrapArgs = (spec: SandboxSpec, node: string, options: BwrapArgsOptions = {}): Array<string> => {
   const args = [
     "--ro-bind", "/usr", "/usr",
     "--symlink", "usr/lib", "/lib",
@@ -29,28 +76,14 @@ export const bwrapArgs = (spec: SandboxSpec, node: string): Array<string> => {
     "--symlink", "usr/sbin", "/sbin",
     "--dev", "/dev",
     "--proc", "/proc",
-    // bwrap leaves /proc/sys writable; when the host runs as root the sandbox's uid maps to root
-    // outside, and global sysctls check only that: hide them, and sysrq, read-only.
+    // bwrap leaves /proc/sys writable, and global sysctls check only the uid: hide them, and sysrq, read-only.
     "--tmpfs", "/proc/sys",
     "--remount-ro", "/proc/sys",
     "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
-    "--tmpfs", "/tmp"
-  ]
-  // A node installed outside /usr (nvm, a tarball) is mounted read-only where it lives.
-  const prefix = path.dirname(path.dirname(node))
-  if (!node.startsWith("/usr/")) args.push("--ro-bind", prefix, prefix)
-  args.push(
-    "--ro-bind", spec.entry, ENTRY_INSIDE,
-    "--ro-bind", spec.turnFile, SANDBOX_PATHS.PYNCHY_TURN_FILE,
-    "--bind", spec.workspaceDir, SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR,
-    "--bind", spec.sessionDir, SANDBOX_PATHS.PYNCHY_SESSION_DIR,
+    "--tmpfs", "/tmp",
     "--dir", SANDBOX_PATHS.PYNCHY_SKILLS_DIR
-  )
-  for (const skill of spec.skills) {
-    if (isSafeName(skill.name)) args.push("--ro-bind", skill.path, `${SANDBOX_PATHS.PYNCHY_SKILLS_DIR}/${skill.name}`)
-  }
-  args.push("--bind", spec.ipcSocket, SANDBOX_PATHS.PYNCHY_IPC_SOCKET)
-  if (spec.gatewaySocket !== null) args.push("--bind", spec.gatewaySocket, SANDBOX_PATHS.PYNCHY_GATEWAY_SOCKET)
+  ]
+  hostMounts(spec, node).forEach((m, i) => args.push(m.writable ? "--bind" : "--ro-bind", options.staged === true ? stagedPath(i) : m.source, m.dest))
   args.push(
     "--remount-ro", "/",
     "--unshare-all",
@@ -65,45 +98,83 @@ export const bwrapArgs = (spec: SandboxSpec, node: string): Array<string> => {
     "--chdir", SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR,
     "--clearenv"
   )
+  if (options.seccompFd !== undefined) args.push("--seccomp", String(options.seccompFd))
   for (const [k, v] of Object.entries(runnerEnv(spec, SANDBOX_PATHS, SANDBOX_PATHS.PYNCHY_SESSION_DIR))) args.push("--setenv", k, v)
   return args
 }
 
+/** An absolute path for `bwrap`, so the launcher needs no PATH of the host's. */
+const resolveCommand = (cmd: string): string => {
+  if (cmd.includes("/")) return cmd
+  for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(":")) {
+    if (dir !== "" && path.isAbsolute(dir) && fs.existsSync(path.join(dir, cmd))) return path.join(dir, cmd)
+  }
+  return `/usr/bin/${cmd}`
+}
+
 let probed: { ok: boolean; reason?: string } | undefined
+let swept = false
 
 export const make = (options: BwrapOptions = {}): SandboxRuntime => {
-  const bwrap = options.bwrap ?? "bwrap"
+  const bwrap = resolveCommand(options.bwrap ?? "bwrap")
   const node = options.node ?? process.execPath
   return {
     name: "bwrap",
     isolates: true,
     available: async () => {
       if (probed !== undefined) return probed
+      if (!fs.existsSync(bwrap)) return (probed = { ok: false, reason: "bwrap is not installed (apt-get install bubblewrap)" })
+      if (!fs.existsSync(PERL)) return (probed = { ok: false, reason: `the bwrap launcher needs ${PERL} (Debian's perl-base)` })
+      if (!launcherSupported() || seccompProgram() === undefined) return (probed = { ok: false, reason: `no seccomp filter for ${process.arch}` })
       try {
-        execFileSync(bwrap, ["--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "/usr/bin/true"], { stdio: "ignore", env: {} })
+        // The real path: the launcher (and, as root, the drop to the sandbox user) then an unprivileged bwrap.
+        const l = launch({ procsFiles: [], user: sandboxUser(), stage: [] }, bwrap, ["--unshare-all", "--unshare-user", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "/usr/bin/true"])
+        execFileSync(l.command, l.args, { stdio: "ignore", env: { ...LAUNCH_ENV }, cwd: "/" })
         probed = { ok: true }
-      } catch (e) {
-        probed = { ok: false, reason: (e as NodeJS.ErrnoException).code === "ENOENT" ? "bwrap is not installed (apt-get install bubblewrap)" : "bwrap cannot create namespaces here" }
+      } catch {
+        probed = { ok: false, reason: "bwrap cannot create namespaces here (as the sandbox user)" }
       }
       return probed
     },
     start: async (spec) => {
+      const seccomp = seccompProgram()
+      if (seccomp === undefined || !launcherSupported()) throw new Error(`no seccomp filter for ${process.arch}`)
+      if (!swept) {
+        swept = true
+        sweepCgroups()
+      }
+      const user = sandboxUser()
+      if (user !== undefined) {
+        // The agent's folders become the sandbox user's; the host-only files it reads are handed
+        // over one by one (their folder stays 0700 root).
+        giveToSandbox(spec.workspaceDir, user)
+        giveToSandbox(spec.sessionDir, user)
+        fs.lchownSync(spec.turnFile, user.uid, user.gid)
+        fs.lchownSync(spec.ipcSocket, user.uid, user.gid)
+      }
       const limits: CgroupResult = makeCgroup(`pynchy-${spec.sandboxId}`, { memoryMb: spec.memoryMb, maxProcesses: spec.maxProcesses })
       if (limits._tag === "Skipped" && (spec.memoryMb !== undefined || spec.maxProcesses !== undefined)) options.onLimitsSkipped?.(limits.reason)
       const cgroup = limits._tag === "Limited" ? limits.cgroup : undefined
-      const launch = launcherArgs(cgroup, bwrap, ["--args", "3", node, ENTRY_INSIDE])
-      return spawnSandbox({
-        command: launch.command,
-        args: launch.args,
-        argsFd: bwrapArgs(spec, node),
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-        cwd: spec.sessionDir,
-        hostDir: spec.hostDir,
-        ...(cgroup !== undefined ? { onExit: cgroup.remove } : {})
-      })
+      const stage = user === undefined ? [] : hostMounts(spec, node).map((m, i) => ({ source: m.source, name: `m${i}`, dir: m.dir }))
+      const l = launch({ procsFiles: cgroup?.procsFiles ?? [], user, stage }, bwrap, ["--args", "3", node, ENTRY_INSIDE])
+      try {
+        return await spawnSandbox({
+          command: l.command,
+          args: l.args,
+          argsFd: bwrapArgs(spec, node, { staged: user !== undefined, seccompFd: SECCOMP_FD }),
+          dataFds: [seccomp],
+          env: { ...LAUNCH_ENV },
+          cwd: "/",
+          hostDir: spec.hostDir,
+          ...(cgroup !== undefined ? { onExit: cgroup.remove } : {})
+        })
+      } catch (e) {
+        await cgroup?.remove()
+        throw e
+      }
     },
-    kill: async (id) => killProcess(id),
-    isAlive: async (id) => processAlive(id)
+    kill: async (id) => killProcess(id, "bwrap"),
+    isAlive: async (id) => processAlive(id, "bwrap")
   }
 }
 

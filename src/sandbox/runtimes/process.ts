@@ -5,7 +5,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { isSafeName, runnerEnv, type SandboxRuntime } from "../runtime.js"
-import { killProcess, processAlive } from "./procinfo.js"
+import { killProcess, LAUNCH_MARKER, processAlive } from "./procinfo.js"
 import { spawnSandbox } from "./spawn.js"
 
 export const make = (options: { readonly node?: string } = {}): SandboxRuntime => ({
@@ -33,11 +33,12 @@ export const make = (options: { readonly node?: string } = {}): SandboxRuntime =
     return spawnSandbox({
       command: options.node ?? process.execPath,
       args: [spec.entry],
-      env,
+      // The marker lets kill and isAlive prove a process is one of ours before they act on an id.
+      env: { ...env, [LAUNCH_MARKER]: "process" },
       cwd: spec.sessionDir,
       hostDir: spec.hostDir
     })
   },
-  kill: async (id) => killProcess(id),
-  isAlive: async (id) => processAlive(id)
+  kill: async (id) => killProcess(id, "process"),
+  isAlive: async (id) => processAlive(id, "process")
 })

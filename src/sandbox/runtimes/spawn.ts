@@ -14,8 +14,10 @@ export interface SpawnOptions {
   readonly hostDir: string
   /** Arguments handed over on fd 3, NUL-separated (bwrap `--args 3`): never on a command line `ps` shows. */
   readonly argsFd?: ReadonlyArray<string>
-  /** Called once the process has ended (cleanup of cgroups, etc.). */
-  readonly onExit?: () => void
+  /** Bytes for the following descriptors (4, 5, ...), each a pipe closed after its bytes (bwrap `--seccomp 4`). */
+  readonly dataFds?: ReadonlyArray<Uint8Array>
+  /** Called once the process has ended (cleanup of cgroups, etc.); `exited` settles after it. */
+  readonly onExit?: () => unknown
   /** The liveness id; default `<pid>:<starttime>`. */
   readonly idOf?: (pid: number) => string
 }
@@ -23,13 +25,18 @@ export interface SpawnOptions {
 export const spawnSandbox = (options: SpawnOptions): Promise<SandboxHandle> =>
   new Promise((resolve, reject) => {
     const log = fs.openSync(path.join(options.hostDir, "runner.log"), fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW, 0o600)
+    const payloads: Array<Uint8Array> = [
+      ...(options.argsFd !== undefined ? [Buffer.from(options.argsFd.map((a) => `${a}\0`).join(""))] : []),
+      ...(options.dataFds ?? [])
+    ]
+    if (options.argsFd === undefined && payloads.length > 0) return reject(new Error("dataFds need argsFd (they start at fd 4)"))
     let child
     try {
       child = spawn(options.command, options.args, {
         cwd: options.cwd,
         env: options.env,
         detached: true,
-        stdio: options.argsFd === undefined ? ["ignore", log, log] : ["ignore", log, log, "pipe"]
+        stdio: ["ignore", log, log, ...payloads.map(() => "pipe" as const)]
       })
     } catch (e) {
       fs.closeSync(log)
@@ -37,15 +44,17 @@ export const spawnSandbox = (options: SpawnOptions): Promise<SandboxHandle> =>
     }
     // The child holds its own copy of the descriptor.
     fs.closeSync(log)
-    if (options.argsFd !== undefined) {
-      const pipe = child.stdio[3] as NodeJS.WritableStream | null
+    payloads.forEach((bytes, i) => {
+      const pipe = child.stdio[3 + i] as NodeJS.WritableStream | null
       pipe?.on("error", () => {})
-      pipe?.end(options.argsFd.map((a) => `${a}\0`).join(""))
-    }
+      pipe?.end(bytes)
+    })
     const exited = new Promise<SandboxExit>((settle) => {
       child.once("exit", (code, signal) => {
-        options.onExit?.()
-        settle({ code, signal })
+        void Promise.resolve()
+          .then(() => options.onExit?.())
+          .catch(() => undefined)
+          .then(() => settle({ code, signal }))
       })
     })
     child.once("error", (e) => reject(e))
