@@ -28,7 +28,7 @@ import type { SandboxHandle, SandboxRuntime, SandboxSpec } from "./runtime.js"
 import { chooseRuntime } from "./select.js"
 import { ensurePrivateDir, hostDirOf, prepareWorkspace, sandboxesDir, sessionDirOf, sessionsDir, unsafeWorkspaceFolder, workspaceDirOf } from "./folders.js"
 import { sweepSessions } from "./retention.js"
-import { skillsFor } from "./skills.js"
+import { skillsFor, workspaceSkillsDir } from "./skills.js"
 import { serveRunner } from "./serve-runner.js"
 import { makeWorkspaceAudit } from "./workspace-audit.js"
 
@@ -153,6 +153,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       const spec: SandboxSpec = {
         sandboxId: sid,
         workspaceDir,
+        workspaceReadOnly: [path.relative(workspaceDir, workspaceSkillsDir(workspaceDir))],
         sessionDir,
         hostDir,
         turnFile: path.join(hostDir, "turn.json"),

@@ -10,6 +10,11 @@ export interface SandboxSpec {
   readonly sandboxId: string
   /** Host folders the agent may write; the runtime decides where the runner sees them. */
   readonly workspaceDir: string
+  /**
+   * Folders inside the workspace (relative, each a real folder the host made) that the sandbox
+   * sees read-only, so a turn cannot change them for later turns: the workspace's `skills`.
+   */
+  readonly workspaceReadOnly?: ReadonlyArray<string> | undefined
   readonly sessionDir: string
   /**
    * The host-only folder of this sandbox (0700, never mounted): `runner.log` is written here.

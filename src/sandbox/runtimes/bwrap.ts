@@ -48,6 +48,9 @@ export const hostMounts = (spec: SandboxSpec, node: string): Array<HostMount> =>
     { source: spec.workspaceDir, dest: SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR, writable: true, dir: true },
     { source: spec.sessionDir, dest: SANDBOX_PATHS.PYNCHY_SESSION_DIR, writable: true, dir: true }
   )
+  for (const rel of spec.workspaceReadOnly ?? []) {
+    mounts.push({ source: path.join(spec.workspaceDir, rel), dest: path.posix.join(SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR, rel), writable: false, dir: true })
+  }
   for (const skill of spec.skills) {
     if (isSafeName(skill.name)) mounts.push({ source: skill.path, dest: `${SANDBOX_PATHS.PYNCHY_SKILLS_DIR}/${skill.name}`, writable: false, dir: true })
   }

@@ -5,6 +5,7 @@
  * docker client's environment, never on its command line.
  */
 import { execFile } from "node:child_process"
+import * as path from "node:path"
 import { ENTRY_INSIDE, isSafeName, runnerEnv, SANDBOX_PATHS, type SandboxRuntime, type SandboxSpec } from "../runtime.js"
 import { spawnSandbox } from "./spawn.js"
 
@@ -38,6 +39,7 @@ export const dockerArgs = (spec: SandboxSpec, image: string): { args: Array<stri
     "-v", `${spec.turnFile}:${SANDBOX_PATHS.PYNCHY_TURN_FILE}:ro`,
     "-v", `${spec.workspaceDir}:${SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR}`,
     "-v", `${spec.sessionDir}:${SANDBOX_PATHS.PYNCHY_SESSION_DIR}`,
+    ...(spec.workspaceReadOnly ?? []).flatMap((rel) => ["-v", `${path.join(spec.workspaceDir, rel)}:${path.posix.join(SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR, rel)}:ro`]),
     "-v", `${spec.ipcSocket}:${SANDBOX_PATHS.PYNCHY_IPC_SOCKET}`
   ]
   if (spec.gatewaySocket !== null) args.push("-v", `${spec.gatewaySocket}:${SANDBOX_PATHS.PYNCHY_GATEWAY_SOCKET}`)
