@@ -205,6 +205,6 @@ export class Approvals extends Context.Tag("pynchy/Approvals")<Approvals, Approv
     return Approvals.of({ request, decide })
   })
 
-  /** Needs Outbox and SqlClient (with migration 0002_approvals applied). */
+  /** Needs Outbox and SqlClient (migrated through 0003_approvals_single_use). */
   static readonly layer = Layer.effect(Approvals, Approvals.make).pipe(Layer.provide(ApprovalStore.layer))
 }
