@@ -1,9 +1,15 @@
 /**
  * Human approval of high-risk host actions. A request becomes a pending row and a notice in the
- * conversation ("Reply `approve <code>` or `deny <code>`"); the caller waits under a deadline for
- * `decide` (this process) or the row (another process). Past the deadline the row expires and the
- * answer is no. The row, keyed by (turn, action, input digest), is what survives a restart: the
- * same turn asking the same thing again finds the decision, or waits for the rest of its deadline.
+ * conversation ("Reply `approve <code>` or `deny <code>`") that names the action and shows a
+ * bounded, redacted summary of its input; the caller waits under a deadline for `decide` (this
+ * process) or the row (another process). Past the deadline the row expires and the answer is no.
+ *
+ * An approval is single-use: it is bound to (turn, attempt, action, input digest) and consumed by
+ * one compare-and-set in the database when the action is about to run. A second call with the
+ * same input asks again; of concurrent twins waiting on one approval, one runs and the others
+ * ask again; a retry of the turn (a later attempt) never finds an earlier attempt's rows. Within
+ * one attempt a denied or expired request answers the same question at once (no notice spam),
+ * and a pending one survives a restart of the host and is waited for again under its code.
  */
 import { Clock, Context, Deferred, Duration, Effect, Layer, Option } from "effect"
 import { createHash, randomInt } from "node:crypto"
@@ -11,8 +17,9 @@ import type { ConversationId, TurnId } from "../domain/ids.js"
 import { Outbox } from "../pipeline/Outbox.js"
 import type { RiskTier } from "../plugins/contract.js"
 import { type Approval, ApprovalStore } from "./ApprovalStore.js"
+import { inputSummary } from "./summary.js"
 
-/** How a request ended: only `approved` lets the action run. */
+/** How a request ended: only `approved` lets the action run, and it has been consumed for this caller. */
 export type ApprovalVerdict = "approved" | "denied" | "expired"
 
 const CODE_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -71,9 +78,11 @@ export declare namespace Approvals {
 
   export interface Service {
     /**
-     * Asks the conversation's humans and waits. An earlier request of the same turn, action and
-     * input answers from its row (approved, denied, expired) or is waited for until its own
-     * deadline. Fails closed: anything but a human's approval in time is not `approved`.
+     * Asks the conversation's humans and waits. An earlier request of the same turn attempt,
+     * action and input answers from its row (denied, expired) or is waited for until its own
+     * deadline (pending); a consumed one is history, so the question is asked again. `approved`
+     * means the approval was consumed for this caller, who runs the action now: one approval, one
+     * run. Fails closed: anything but a human's approval in time is not `approved`.
      */
     readonly request: (request: Request) => Effect.Effect<ApprovalVerdict>
     /**
@@ -100,14 +109,16 @@ export class Approvals extends Context.Tag("pynchy/Approvals")<Approvals, Approv
         return created
       })
 
-    const verdictOf = (row: Option.Option<Approval>): ApprovalVerdict =>
+    // What a row came to: `consumed` is an approval a twin already used.
+    const verdictOf = (row: Option.Option<Approval>): Approval["status"] =>
       Option.isSome(row) && row.value.status !== "pending" ? row.value.status : "expired"
 
     /** The request's row: the earlier one of this turn, or a new pending one under a fresh code. */
     const open = (request: Approvals.Request, digest: string, now: number) =>
       Effect.gen(function* () {
         const earlier = (turnId: TurnId | null) => (turnId === null ? Effect.succeedNone : store.find(turnId, request.action, digest))
-        const found = yield* earlier(request.turnId)
+        const open = (row: Option.Option<Approval>) => Option.filter(row, (r) => r.status !== "consumed")
+        const found = open(yield* earlier(request.turnId))
         if (Option.isSome(found)) return found.value
         // Retry only a code collision; a concurrent twin of this request is found by `earlier`.
         for (let attempt = 0; attempt < 8; attempt++) {
@@ -120,50 +131,69 @@ export class Approvals extends Context.Tag("pynchy/Approvals")<Approvals, Approv
             createdAt: now,
             expiresAt: now + Duration.toMillis(request.deadline)
           }
-          if (yield* store.insert(fresh)) {
+          const inserted = yield* store.insert(fresh)
+          if (Option.isSome(inserted)) {
             yield* Effect.logInfo("approval requested").pipe(Effect.annotateLogs({ action: request.action, code: fresh.id, conversation: request.conversationId }))
-            return { ...fresh, status: "pending" as const, decidedAt: null, decidedBy: null }
+            return inserted.value
           }
-          const twin = yield* earlier(request.turnId)
+          const twin = open(yield* earlier(request.turnId))
           if (Option.isSome(twin)) return twin.value
         }
         return yield* Effect.dieMessage("approvals: no free approval code after 8 attempts")
       })
 
-    const polled = (code: string): Effect.Effect<ApprovalVerdict> =>
+    const polled = (code: string): Effect.Effect<Approval["status"]> =>
       Effect.sleep(POLL).pipe(
         Effect.zipRight(store.get(code)),
         Effect.flatMap((row) => (Option.isSome(row) && row.value.status !== "pending" ? Effect.succeed(row.value.status) : polled(code)))
       )
 
+    /** A pending row's end: a human's answer in time, else expired. */
+    const settle = (request: Approvals.Request, row: Approval, now: number) =>
+      Effect.gen(function* () {
+        const remaining = row.expiresAt - now
+        if (remaining > 0) {
+          // The waiter exists before anyone is told the code, so a quick answer is not missed.
+          const waiter = yield* waiterOf(row.id)
+          // Recorded for a found pending row too: the key dedupes, and a crash between the insert
+          // and this call would otherwise leave a request nobody was told about.
+          const notice = outbox.record(row.conversationId, row.turnId, [{
+            idempotencyKey: `approval:${row.id}`,
+            kind: "notice",
+            // The real reply comes before the agent's text, which may itself read like one.
+            text: `Approval needed: the assistant wants to run \`${row.action}\` (risk: ${request.risk}). ` +
+              `Reply \`approve ${row.id}\` or \`deny ${row.id}\` within ${Math.ceil(remaining / 1000)} s. Input: \`${inputSummary(request.input)}\``
+          }])
+          const decided = yield* notice.pipe(
+            Effect.zipRight(Effect.race(Deferred.await(waiter), polled(row.id))),
+            Effect.timeoutTo({ duration: Duration.millis(remaining), onSuccess: Option.some, onTimeout: Option.none }),
+            Effect.ensuring(Effect.sync(() => waiters.delete(row.id)))
+          )
+          if (Option.isSome(decided)) return decided.value
+        }
+        const ended = verdictOf(yield* store.expire(row.id, yield* Clock.currentTimeMillis))
+        yield* Effect.logInfo("approval ended").pipe(Effect.annotateLogs({ action: row.action, code: row.id, verdict: ended }))
+        return ended
+      })
+
     const request = Effect.fn("Approvals.request")(function* (request: Approvals.Request) {
       const digest = inputDigest(request.input)
-      const now = yield* Clock.currentTimeMillis
-      const row = yield* open(request, digest, now)
-      if (row.status !== "pending") return row.status
-      const remaining = row.expiresAt - now
-      if (remaining > 0) {
-        // The waiter exists before anyone is told the code, so a quick answer is not missed.
-        const waiter = yield* waiterOf(row.id)
-        // Recorded for a found pending row too: the key dedupes, and a crash between the insert
-        // and this call would otherwise leave a request nobody was told about.
-        const notice = outbox.record(row.conversationId, row.turnId, [{
-          idempotencyKey: `approval:${row.id}`,
-          kind: "notice",
-          text: `Approval needed: the assistant wants to run \`${row.action}\` (risk: ${request.risk}). ` +
-            `Reply \`approve ${row.id}\` or \`deny ${row.id}\` within ${Math.ceil(remaining / 1000)} s.`
-        }])
-        const decided = yield* notice.pipe(
-          Effect.zipRight(Effect.race(Deferred.await(waiter), polled(row.id))),
-          Effect.timeoutTo({ duration: Duration.millis(remaining), onSuccess: Option.some, onTimeout: Option.none }),
-          Effect.ensuring(Effect.sync(() => waiters.delete(row.id)))
-        )
-        if (Option.isSome(decided)) return decided.value
+      // Each round past the first follows a twin's use of the approval and waits on a new request
+      // (a human's answer, or its deadline): the loop cannot spin.
+      while (true) {
+        const now = yield* Clock.currentTimeMillis
+        const row = yield* open(request, digest, now)
+        const verdict = row.status === "pending" ? yield* settle(request, row, now) : row.status
+        if (verdict === "denied" || verdict === "expired") return verdict
+        if (verdict === "approved" && (yield* store.consume(row.id, yield* Clock.currentTimeMillis))) {
+          yield* Effect.logInfo("approval consumed").pipe(Effect.annotateLogs({ action: row.action, code: row.id }))
+          return "approved" as const
+        }
+        // Not ours to use. A twin consumed it: this call asks again. Otherwise the turn moved on to
+        // a later attempt, whose calls ask for themselves: this one is closed.
+        const current = yield* store.get(row.id)
+        if (Option.isNone(current) || current.value.status !== "consumed") return "expired" as const
       }
-      const ended = yield* store.expire(row.id, yield* Clock.currentTimeMillis)
-      const verdict = verdictOf(ended)
-      yield* Effect.logInfo("approval ended").pipe(Effect.annotateLogs({ action: row.action, code: row.id, verdict }))
-      return verdict
     })
 
     const decide: Approvals.Service["decide"] = (conversationId, text, decidedBy) =>
@@ -175,6 +205,6 @@ export class Approvals extends Context.Tag("pynchy/Approvals")<Approvals, Approv
     return Approvals.of({ request, decide })
   })
 
-  /** Needs Outbox and SqlClient (with migration 0002_approvals applied). */
+  /** Needs Outbox and SqlClient (migrated through 0003_approvals_single_use). */
   static readonly layer = Layer.effect(Approvals, Approvals.make).pipe(Layer.provide(ApprovalStore.layer))
 }

@@ -1,17 +1,19 @@
 /**
  * Host actions as agent tools. A workspace sees only the service handlers its `actions` lists;
- * each call is decoded against the handler's input schema (and the evidence an action spec of the
- * same id demands), then passes policy: a per-workspace rate limit, and approval for `high` risk.
- * Every refusal, error and timeout fails closed: the agent gets a refusal, the host keeps running.
+ * each call is checked against the handler's input schema (compiled once, when the host actions
+ * are built; one that does not compile fails startup) and the evidence an action spec of the same
+ * id demands, then passes policy: a per-workspace rate limit, and a single-use human approval for
+ * `high` risk. Every refusal, error and timeout fails closed: the agent gets a refusal, the host
+ * keeps running.
  */
-import { Clock, Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Either, Layer, Option, Schema } from "effect"
 import { ConversationId, TurnId } from "../domain/ids.js"
 import type { Workspace } from "../domain/workspace.js"
 import type { ActionSpec, ServiceHandler } from "../plugins/contract.js"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
 import { toolNameOf, type ToolSpec } from "../sandbox/ipc.js"
 import { Approvals } from "./Approvals.js"
-import { validate } from "./validate.js"
+import { type ActionSchemaInvalid, compileHandlers, type OwnedHandler } from "./validate.js"
 
 export const RefusalCode = Schema.Literal(
   "unknown_action",
@@ -81,12 +83,21 @@ const invoke = (handler: ServiceHandler, input: unknown, context: ActionCallCont
     return Effect.succeed(result)
   })
 
-export const makeHostActions = (
-  handlers: ReadonlyArray<ServiceHandler>,
+const owned = (h: ServiceHandler | OwnedHandler): OwnedHandler => ("value" in h && "plugin" in h ? h : { plugin: "(unknown)", value: h })
+
+/**
+ * The host actions over these handlers (registry contributions name their plugin in a startup
+ * fault; bare handlers do not). Fails with every input schema that does not compile.
+ */
+export const buildHostActions = (
+  contributed: ReadonlyArray<ServiceHandler | OwnedHandler>,
   specs: ReadonlyArray<ActionSpec>,
   options: HostActions.Options = {}
-): Effect.Effect<HostActions.Service> =>
+): Effect.Effect<HostActions.Service, ActionSchemaInvalid> =>
   Effect.gen(function* () {
+    const ownedHandlers = contributed.map(owned)
+    const checks = yield* Either.match(compileHandlers(ownedHandlers), { onLeft: Effect.fail, onRight: Effect.succeed })
+    const handlers = ownedHandlers.map((h) => h.value)
     // Optional: without it (a host that cannot ask anyone) high-risk calls are refused outright.
     const approvals = yield* Effect.serviceOption(Approvals)
     const byId = new Map(handlers.map((h) => [h.name, h]))
@@ -120,7 +131,8 @@ export const makeHostActions = (
       const refuse = (code: RefusalCode, reason: string) => new ActionRefused({ action, code, reason })
       if (handler === undefined) return yield* refuse("unknown_action", "no such host action")
       if (!workspace.actions.includes(handler.name)) return yield* refuse("not_enabled", `not enabled for workspace '${workspace.id}'`)
-      const problems = validate(handler.inputSchema, input)
+      // Every handler has a check: the map was built from the same list, or startup failed.
+      const problems = checks.get(handler.name)!(input)
       const evidence = specOf.get(handler.name)?.evidence ?? []
       for (const field of evidence) {
         const v = input !== null && typeof input === "object" ? (input as Record<string, unknown>)[field] : undefined
@@ -156,10 +168,20 @@ export const makeHostActions = (
     return HostActions.of({ toolsFor, call })
   })
 
+/**
+ * `buildHostActions` for a host built without the HostActions layer (the sandbox executor's
+ * fallback): a schema that does not compile is a defect carrying the same ActionSchemaInvalid.
+ */
+export const makeHostActions = (
+  contributed: ReadonlyArray<ServiceHandler | OwnedHandler>,
+  specs: ReadonlyArray<ActionSpec>,
+  options: HostActions.Options = {}
+): Effect.Effect<HostActions.Service> => Effect.orDie(buildHostActions(contributed, specs, options))
+
 export class HostActions extends Context.Tag("pynchy/HostActions")<HostActions, HostActions.Service>() {
   static readonly make = (options: HostActions.Options = {}) =>
     Effect.flatMap(PluginRegistry, (registry) =>
-      makeHostActions(registry.serviceHandlers.map((c) => c.value), registry.actionSpecs.map((c) => c.value), options)
+      buildHostActions(registry.serviceHandlers, registry.actionSpecs.map((c) => c.value), options)
     )
 
   static readonly layer = Layer.effect(HostActions, HostActions.make())

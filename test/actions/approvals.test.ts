@@ -11,7 +11,7 @@ import type { ServiceHandler } from "../../src/plugins/contract.js"
 import { tempDir } from "../support/db.js"
 import { approvalHost, approvalNotices, firstTurn, noticeCode, room } from "./support.js"
 
-const ask = (turnId: Parameters<Approvals.Service["request"]>[0]["turnId"], input: unknown = { table: "customers-secret" }, deadline: Duration.DurationInput = "120 seconds") =>
+const ask = (turnId: Parameters<Approvals.Service["request"]>[0]["turnId"], input: unknown = { table: "customers-7f3" }, deadline: Duration.DurationInput = "120 seconds") =>
   Effect.flatMap(Approvals, (a) => a.request({ conversationId: room, turnId, action: "db.drop", input, risk: "high", deadline }))
 const decide = (text: string, conversation = room) => Effect.flatMap(Approvals, (a) => a.decide(conversation, text, "u"))
 const rowOf = (code: string) => Effect.flatMap(ApprovalStore, (s) => s.get(code))
@@ -27,18 +27,21 @@ describe("approvals", () => {
         const code = yield* noticeCode(dir, 1)
         const [notice] = approvalNotices(dir)
         assert.strictEqual(notice!.kind, "notice")
-        assert.strictEqual(notice!.text, `Approval needed: the assistant wants to run \`db.drop\` (risk: high). Reply \`approve ${code}\` or \`deny ${code}\` within 120 s.`)
+        assert.strictEqual(
+          notice!.text,
+          `Approval needed: the assistant wants to run \`db.drop\` (risk: high). Reply \`approve ${code}\` or \`deny ${code}\` within 120 s. Input: \`{"table":"customers-7f3"}\``
+        )
         assert.deepStrictEqual(yield* decide(`  Approve ${code} `), Option.some({ code, status: "approved" as const }))
         assert.strictEqual(yield* Fiber.join(waiting), "approved")
         const row = yield* rowOf(code)
         assert.isTrue(Option.isSome(row))
         if (Option.isSome(row)) {
-          assert.deepStrictEqual([row.value.status, row.value.turnId, row.value.decidedBy], ["approved", turn, "u"])
+          // Consumed by the caller it was granted to, bound to the turn's attempt.
+          assert.deepStrictEqual([row.value.status, row.value.turnId, row.value.attempt, row.value.decidedBy], ["consumed", turn, 1, "u"])
           // The digest, never the input.
-          assert.strictEqual(row.value.inputDigest, inputDigest({ table: "customers-secret" }))
-          assert.notInclude(JSON.stringify(row.value), "customers-secret")
+          assert.strictEqual(row.value.inputDigest, inputDigest({ table: "customers-7f3" }))
+          assert.notInclude(JSON.stringify(row.value), "customers-7f3")
         }
-        assert.notInclude(JSON.stringify(approvalNotices(dir)), "customers-secret")
         // Decided once: a second reply changes nothing.
         assert.isTrue(Option.isNone(yield* decide(`deny ${code}`)))
       }).pipe(Effect.provide(host))
@@ -87,7 +90,7 @@ describe("approvals", () => {
       }).pipe(Effect.provide(host))
     }))
 
-  it.scoped("past the deadline: expired, closed; a late reply and a rerun of the turn change nothing", () =>
+  it.scoped("past the deadline: expired, closed; a late reply, and the same question in the same attempt, change nothing", () =>
     Effect.gen(function* () {
       const dir = tempDir()
       const host = yield* approvalHost(dir)
@@ -104,7 +107,7 @@ describe("approvals", () => {
       }).pipe(Effect.provide(host))
     }))
 
-  it.scoped("the decision survives a restart: the same turn asking the same thing is answered at once, no second notice", () =>
+  it.scoped("across a restart: a pending request is waited for again under its code; a used approval is asked for again", () =>
     Effect.gen(function* () {
       const dir = tempDir()
       const file = path.join(dir, "pynchy.db")
@@ -125,14 +128,19 @@ describe("approvals", () => {
       )
       const host = yield* approvalHost(dir, file)
       yield* Effect.gen(function* () {
-        assert.strictEqual(yield* ask(turn), "approved")
         // The pending one is waited for again under its own code and deadline, then decided here.
         const waiting = yield* Effect.fork(ask(turn, { table: "other" }))
         assert.isTrue(Option.isSome(yield* decide(`approve ${pendingCode}`)))
         // Whether the reply beat the waiter or not, the row is re-read every second until then.
         while (Option.isNone(yield* Fiber.poll(waiting))) yield* TestClock.adjust("1 second")
         assert.strictEqual(yield* Fiber.join(waiting), "approved")
-        assert.deepStrictEqual(approvalNotices(dir).map((n) => /approve ([a-z0-9]{6})/.exec(n.text)?.[1]), [code, pendingCode])
+        // The first approval was used before the restart: the same question asks again.
+        const again = yield* Effect.fork(ask(turn))
+        const third = yield* noticeCode(dir, 3)
+        assert.notStrictEqual(third, code)
+        yield* decide(`deny ${third}`)
+        assert.strictEqual(yield* Fiber.join(again), "denied")
+        assert.deepStrictEqual(approvalNotices(dir).map((n) => /approve ([a-z0-9]{6})/.exec(n.text)?.[1]), [code, pendingCode, third])
       }).pipe(Effect.provide(host))
     }))
 })

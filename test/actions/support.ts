@@ -4,20 +4,12 @@ import { Context, Effect, Layer, Option, TestServices } from "effect"
 import { makeTestHost } from "../../layers/test.js"
 import { ApprovalStore } from "../../src/actions/ApprovalStore.js"
 import { Approvals } from "../../src/actions/Approvals.js"
-import { m0002_approvals } from "../../src/db/migrations/0002_approvals.js"
 import { TurnStore } from "../../src/db/TurnStore.js"
-import { ConversationId } from "../../src/domain/ids.js"
+import { ConversationId, type TurnId } from "../../src/domain/ids.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
 import { awaitSettled, recordingConfig, sentLines } from "../support/host.js"
 
 export const room = ConversationId.make("test:room")
-
-/** Until the lead registers 0002 in the migration record, the test applies it itself. */
-const ensureApprovalsTable = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const found = yield* sql`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'approvals'`
-  if (found.length === 0) yield* m0002_approvals
-})
 
 /** Waits on the real clock (the test's own clock may be a TestClock), no timing assertion. */
 const waitFor = <A>(probe: () => A | undefined): Effect.Effect<A> =>
@@ -32,7 +24,6 @@ const waitFor = <A>(probe: () => A | undefined): Effect.Effect<A> =>
 export const approvalHost = (dir: string, databaseFile?: string) =>
   Effect.gen(function* () {
     const host = yield* Layer.build(makeTestHost(recordingConfig(dir), databaseFile === undefined ? {} : { databaseFile }))
-    yield* Effect.provide(ensureApprovalsTable, host)
     const approvals = yield* Layer.build(Layer.provide(Layer.merge(Approvals.layer, ApprovalStore.layer), Layer.succeedContext(host)))
     return Context.merge(host, approvals)
   })
@@ -55,3 +46,10 @@ export const noticeCode = (dir: string, n: number) =>
     const notice = approvalNotices(dir)[n - 1]
     return notice === undefined ? undefined : Option.getOrThrow(Option.fromNullable(/approve ([a-z0-9]{6})/.exec(notice.text)?.[1]))
   })
+
+/**
+ * The turn's next attempt, as `TurnStore.acquire` records it when it resumes a retried or
+ * interrupted turn (`attempts = attempts + 1`): what a retry of the turn looks like to approvals.
+ */
+export const nextAttempt = (turnId: TurnId) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE turns SET attempts = attempts + 1 WHERE id = ${turnId}`).pipe(Effect.orDie)

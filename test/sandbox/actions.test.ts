@@ -3,7 +3,6 @@ import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Fiber, TestClock } from "effect"
 import { providersFromEnv } from "../../src/config/env-providers.js"
 import { makeHostActions } from "../../src/actions/HostActions.js"
-import { validate } from "../../src/actions/validate.js"
 import { Workspace } from "../../src/domain/workspace.js"
 import { WorkspaceId } from "../../src/domain/ids.js"
 import type { ServiceHandler } from "../../src/plugins/contract.js"
@@ -84,13 +83,20 @@ describe("host actions", () => {
       assert.strictEqual(e.code, "action_timeout")
     }))
 
-  it("the JSON Schema subset names paths and rules", () => {
-    const schema = { type: "object", properties: { n: { type: "integer", minimum: 1 }, tags: { type: "array", items: { type: "string" } }, mode: { enum: ["a", "b"] } }, required: ["n"] }
-    assert.deepStrictEqual(validate(schema, { n: 2, tags: ["x"], mode: "a" }), [])
-    assert.deepStrictEqual(validate(schema, { n: 0, tags: ["x", 3], mode: "c" }), ["input.n: below 1", "input.tags.1: expected string, got integer", "input.mode: not one of the allowed values"])
-    assert.deepStrictEqual(validate(schema, {}), ["input.n: required"])
-    assert.deepStrictEqual(validate(schema, "x"), ["input: expected object, got string"])
-  })
+  it.effect("inputs are checked against the full JSON Schema: paths and rules, never values", () =>
+    Effect.gen(function* () {
+      const schema = { type: "object", properties: { n: { type: "integer", minimum: 1 }, tags: { type: "array", items: { type: "string" } }, mode: { enum: ["a", "b"] } }, required: ["n"] } as const
+      const actions = yield* makeHostActions([{ ...greet, name: "shape.check", inputSchema: schema }], [])
+      const w = ws(["shape.check"])
+      const reason = (input: unknown) => Effect.map(Effect.flip(actions.call(w, "shape__check", input, ctx)), (e) => e.reason)
+      assert.deepStrictEqual(yield* actions.call(w, "shape__check", { n: 2, tags: ["x"], mode: "a", name: "Ada" }, ctx), { text: "Hello, Ada!" })
+      assert.strictEqual(
+        yield* reason({ n: 0, tags: ["x", 3], mode: "c" }),
+        "input.n: must be >= 1 (minimum); input.tags.1: must be string (type); input.mode: must be equal to one of the allowed values (enum)"
+      )
+      assert.strictEqual(yield* reason({}), "input.n: required")
+      assert.strictEqual(yield* reason("x"), "input: must be object (type)")
+    }))
 })
 
 describe("zero-config providers", () => {
