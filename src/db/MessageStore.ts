@@ -15,7 +15,18 @@ export interface IngestRow {
   readonly sender: string
   readonly text: string
   readonly metadata: Record<string, unknown>
+  /** Stored with the receipt; a known event id with another fingerprint is a conflict. */
+  readonly fingerprint?: string | undefined
   readonly cursor?: { readonly stream: string; readonly position: string; readonly order: number } | undefined
+}
+
+/** An event id seen in a batch: known from a receipt, or fresh (first written by this batch). */
+interface Known {
+  /** The message's id; 0 for a fresh one until the insert allocates it. */
+  id: number
+  readonly conversationId: ConversationId
+  readonly fingerprint: string | undefined
+  readonly fresh: boolean
 }
 
 const MessageRow = Schema.Struct({
@@ -51,7 +62,9 @@ export declare namespace MessageStore {
     /**
      * Writes a batch of inbound messages in ONE transaction: a receipt per (connection, provider
      * event id), the message, conversation rows on first sight, and cursor advances (forward only).
-     * A known receipt, or a repeat inside the batch, yields the original id with `duplicate: true`.
+     * A known receipt, or a repeat inside the batch, yields the original id with `duplicate: true`;
+     * when both it and the row carry a fingerprint and they differ, also `conflict: true`, and that
+     * row writes nothing (its cursor included).
      */
     readonly ingestBatch: (rows: ReadonlyArray<IngestRow>) => Effect.Effect<ReadonlyArray<Ingested>>
     readonly appendOutbound: (input: {
@@ -82,23 +95,24 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
       const now = Date.now()
       return yield* sql.withTransaction(
         Effect.gen(function* () {
-          // Known receipts, in one statement.
+          // Known receipts, in one statement. The fingerprint rides along: conflicts cost nothing extra.
           const keys = JSON.stringify(rows.map((r) => [r.connection, r.providerEventId]))
-          const known = yield* sql<{ c: string; e: string; id: number; conv: string }>`
-            SELECT r.connection AS c, r.provider_event_id AS e, r.message_id AS id, m.conversation_id AS conv
+          const known = yield* sql<{ c: string; e: string; id: number; conv: string; f: string | null }>`
+            SELECT r.connection AS c, r.provider_event_id AS e, r.message_id AS id, m.conversation_id AS conv, r.fingerprint AS f
             FROM json_each(${keys}) k
             JOIN receipts r ON r.connection = json_extract(k.value, '$[0]') AND r.provider_event_id = json_extract(k.value, '$[1]')
             JOIN messages m ON m.id = r.message_id`
-          const seen = new Map<string, Ingested>()
+          // What each event id already stands for: its message and the fingerprint it was first written with.
+          const seen = new Map<string, Known>()
           for (const k of known) {
-            seen.set(`${k.c}\u0000${k.e}`, { messageId: MessageId.make(k.id), conversationId: ConversationId.make(k.conv), duplicate: true })
+            seen.set(`${k.c}\u0000${k.e}`, { id: k.id, conversationId: ConversationId.make(k.conv), fingerprint: k.f ?? undefined, fresh: false })
           }
           const fresh: Array<IngestRow> = []
-          const freshKeys = new Set<string>()
           for (const r of rows) {
             const key = `${r.connection}\u0000${r.providerEventId}`
-            if (!seen.has(key) && !freshKeys.has(key)) {
-              freshKeys.add(key)
+            if (!seen.has(key)) {
+              // Later repeats in the batch compare against it.
+              seen.set(key, { id: 0, conversationId: r.conversationId, fingerprint: r.fingerprint, fresh: true })
               fresh.push(r)
             }
           }
@@ -116,35 +130,38 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
               RETURNING id`
             // RETURNING order is not guaranteed; ids are allocated in insertion order, so sort.
             const ids = inserted.map((r) => r.id).sort((a, b) => a - b)
-            const receipts = JSON.stringify(fresh.map((r, i) => [r.connection, r.providerEventId, ids[i]]))
-            yield* sql`INSERT INTO receipts (connection, provider_event_id, message_id)
-              SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(${receipts})`
-            fresh.forEach((r, i) =>
-              seen.set(`${r.connection}\u0000${r.providerEventId}`, {
-                messageId: MessageId.make(ids[i]!),
-                conversationId: r.conversationId,
-                duplicate: false
-              })
-            )
+            // A missing fingerprint is JSON null, stored as SQL NULL.
+            const receipts = JSON.stringify(fresh.map((r, i) => [r.connection, r.providerEventId, ids[i], r.fingerprint ?? null]))
+            yield* sql`INSERT INTO receipts (connection, provider_event_id, message_id, fingerprint)
+              SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(${receipts})`
+            fresh.forEach((r, i) => {
+              seen.get(`${r.connection}\u0000${r.providerEventId}`)!.id = ids[i]!
+            })
           }
+          // The first row of a fresh event is the message; every other row of a known event id is a
+          // duplicate, or a conflict when both sides carry a fingerprint and they differ.
+          const answered = new Set<string>()
+          const results = rows.map((r): Ingested => {
+            const key = `${r.connection}\u0000${r.providerEventId}`
+            const k = seen.get(key)!
+            const first = k.fresh && !answered.has(key)
+            answered.add(key)
+            const messageId = MessageId.make(k.id)
+            if (first) return { messageId, conversationId: k.conversationId, duplicate: false, conflict: false }
+            const conflict = r.fingerprint !== undefined && k.fingerprint !== undefined && r.fingerprint !== k.fingerprint
+            return { messageId, conversationId: k.conversationId, duplicate: true, conflict }
+          })
           // Cursors advance for duplicates too: a replay after a crash still moves the position on.
+          // A conflict writes nothing: its input is not the message it claims to be.
           const cursors = new Map<string, IngestRow>()
-          for (const r of rows) {
-            if (r.cursor === undefined) continue
+          rows.forEach((r, i) => {
+            if (r.cursor === undefined || results[i]!.conflict) return
             const key = `${r.connection}\u0000${r.cursor.stream}`
             const prev = cursors.get(key)
             if (prev === undefined || prev.cursor!.order < r.cursor.order) cursors.set(key, r)
-          }
-          for (const r of cursors.values()) yield* upsertCursor(r.connection, r.cursor!.stream, r.cursor!.position, r.cursor!.order, now)
-          // Repeats of one event inside the batch: the first answers as it is, later ones as duplicates of it.
-          const answered = new Set<string>()
-          return rows.map((r) => {
-            const key = `${r.connection}\u0000${r.providerEventId}`
-            const result = seen.get(key)!
-            if (answered.has(key)) return { ...result, duplicate: true }
-            answered.add(key)
-            return result
           })
+          for (const r of cursors.values()) yield* upsertCursor(r.connection, r.cursor!.stream, r.cursor!.position, r.cursor!.order, now)
+          return results
         })
       ).pipe(Effect.orDie)
     })

@@ -9,7 +9,8 @@ export const MessageText = Schema.String.pipe(Schema.maxLength(1_000_000))
 
 /**
  * What a connection hands to ingest. The provider event id is the dedup key (with the connection):
- * the same event ingested twice yields the original message.
+ * the same event ingested twice yields the original message. A fingerprint, when given, says what
+ * the event id stands for: the same id with another fingerprint is a conflict, not a duplicate.
  */
 export class InboundMessageInput extends Schema.Class<InboundMessageInput>("InboundMessageInput")({
   connection: ConnectionName,
@@ -19,6 +20,11 @@ export class InboundMessageInput extends Schema.Class<InboundMessageInput>("Inbo
   sender: Schema.NonEmptyString.pipe(Schema.maxLength(255)),
   text: MessageText,
   metadata: Schema.optionalWith(Metadata, { default: () => ({}) }),
+  /**
+   * A digest of the content this event id names, computed by the caller (e.g. SHA-256 hex of the
+   * body). Stored with the receipt; compared only when the event id is already known.
+   */
+  fingerprint: Schema.optional(Schema.NonEmptyString.pipe(Schema.maxLength(255))),
   /** Advance this cursor in the same transaction (it never moves backwards). */
   cursor: Schema.optional(
     Schema.Struct({
@@ -59,8 +65,17 @@ export class Cursor extends Schema.Class<Cursor>("Cursor")({
   updatedAt: Schema.Number
 }) {}
 
+/** The outcome of one ingest. */
 export interface Ingested {
+  /** The new message, or for a known event id the message first ingested under it. */
   readonly messageId: MessageId
   readonly conversationId: ConversationId
+  /** The event id was already known: no message was written. */
   readonly duplicate: boolean
+  /**
+   * Only with `duplicate`: the event id is known with another fingerprint, so this input is not the
+   * message it names. Nothing was written (not even the cursor); the caller must not treat it as stored.
+   * Never set when either side has no fingerprint.
+   */
+  readonly conflict: boolean
 }

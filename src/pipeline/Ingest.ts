@@ -25,7 +25,8 @@ export declare namespace Ingest {
     /**
      * Decodes the payload, routes it to a conversation, and commits receipt + message (+ cursor)
      * in one transaction; resolves only after the commit. A known provider event resolves to the
-     * original message with `duplicate: true` and changes nothing.
+     * original message with `duplicate: true` and changes nothing but the cursor; if it was
+     * ingested with another `fingerprint`, also `conflict: true`, and it changes nothing at all.
      */
     readonly ingest: (input: unknown) => Effect.Effect<Ingested, InvalidInput | NoRoute>
   }
@@ -89,6 +90,7 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
                 sender: m.sender,
                 text: m.text,
                 metadata: m.metadata,
+                fingerprint: m.fingerprint,
                 cursor: m.cursor
               }
             })

@@ -18,17 +18,32 @@ export interface ConnectionRuntime {
 export interface IngestMessageInput {
   readonly connection: string
   readonly place: string
+  /** The dedup key, with the connection. */
   readonly providerEventId: string
   readonly sender: string
   readonly text: string
   readonly metadata?: Record<string, unknown>
+  /**
+   * A digest of what this event id stands for (1-255 characters, e.g. SHA-256 hex of the content),
+   * stored with the receipt. Give it when a provider may reuse an id for other content (a client's
+   * idempotency key): the same id with another fingerprint then answers `conflict: true`.
+   */
+  readonly fingerprint?: string
   readonly cursor?: { readonly stream: string; readonly position: string; readonly order: number }
 }
 
 export interface IngestResult {
+  /** The new message, or for a known event id the message first ingested under it. */
   readonly messageId: number
   readonly conversationId: string
+  /** The event id was already known: no message was written (the cursor still advances). */
   readonly duplicate: boolean
+  /**
+   * Only with `duplicate`: the event id is known with another fingerprint, so this input is NOT
+   * stored anywhere and nothing was written, not even the cursor. `messageId` is the other message.
+   * Never true unless both this input and the first one carried a fingerprint.
+   */
+  readonly conflict: boolean
 }
 
 export interface WorkspaceInfo {
@@ -39,7 +54,11 @@ export interface WorkspaceInfo {
 
 /** Host-owned callbacks handed to a runtime at start. */
 export interface ConnectionRuntimeContext {
-  /** Durable ingest: receipt (dedup) + message + cursor in one transaction; resolves after commit. */
+  /**
+   * Durable ingest: receipt (dedup, with the fingerprint) + message + cursor in one transaction;
+   * resolves after commit. A known event id resolves `duplicate: true` (and `conflict: true` when
+   * its fingerprint differs); invalid input or a place without a route rejects.
+   */
   ingestMessage(input: IngestMessageInput): Promise<IngestResult>
   /** The durable cursor of (this connection, stream), to resume a provider loop after a restart. */
   getCursor(connection: string, stream: string): Promise<{ position: string; order: number } | null>

@@ -8,6 +8,7 @@ import { makeTestHost } from "../../layers/test.js"
 import { type HttpRuntime, makeHttpRuntime } from "../../src/channels/http/HttpRuntime.js"
 import { decodeHttpSettings, hashToken } from "../../src/channels/http/settings.js"
 import { decodeConfig } from "../../src/config/HostConfig.js"
+import { HostStore } from "../../src/db/HostStore.js"
 import { MessageStore } from "../../src/db/MessageStore.js"
 import { ConversationId, MessageId } from "../../src/domain/ids.js"
 import { tempDir } from "../support/db.js"
@@ -142,6 +143,16 @@ describe("HTTP API connection", () => {
       const winner = results.indexOf(stored[0]!) + 1
       const inbound = yield* Effect.flatMap(MessageStore, (s) => s.recent(ConversationId.make("web:r"), 100)).pipe(Effect.provide(ctx))
       assert.deepStrictEqual(inbound.filter((m) => m.direction === "in").map((m) => [m.id, m.text]), [[stored[0]!.body.messageId, `body ${winner}`]])
+    }))
+
+  it.scopedLive("the body digest is the receipt's fingerprint: keyed posts write no cursor rows", () =>
+    Effect.gen(function* () {
+      const { ctx, base } = yield* withHost(runtimeFor())
+      for (const k of ["f-1", "f-2", "f-1"]) yield* post(base, "f", { text: "same body" }, { "idempotency-key": k })
+      const conflict = yield* post(base, "f", { text: "other body" }, { "idempotency-key": "f-1" })
+      assert.strictEqual(conflict.status, 409)
+      const counts = yield* Effect.flatMap(HostStore, (h) => h.tableCounts).pipe(Effect.provide(ctx))
+      assert.deepStrictEqual([counts.receipts, counts.cursors], [2, 0])
     }))
 
   it.scopedLive("the stream sends replies as server-sent events", () =>

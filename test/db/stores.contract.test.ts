@@ -43,6 +43,50 @@ describe.each(databases)("stores on the $name database", ({ layer }) => {
       assert.deepStrictEqual(msgs.map((m) => m.text), ["text e1", "text e2", "text e3"])
     })))
 
+  it.effect("a fingerprint tells a retry from a reused event id: same is a duplicate, another a conflict that writes nothing", () =>
+    run(Effect.gen(function* () {
+      const store = yield* MessageStore
+      const sql = yield* SqlClient.SqlClient
+      const c = ConnectionName.make("terminal")
+      const [first] = yield* store.ingestBatch([row("k", { fingerprint: "A", cursor: { stream: "s", position: "p1", order: 1 } })])
+      assert.deepStrictEqual([first!.duplicate, first!.conflict], [false, false])
+      const [same] = yield* store.ingestBatch([row("k", { fingerprint: "A", text: "ignored" })])
+      assert.deepStrictEqual([same!.duplicate, same!.conflict, same!.messageId], [true, false, first!.messageId])
+      const [other] = yield* store.ingestBatch([row("k", { fingerprint: "B", text: "other content", cursor: { stream: "s", position: "p2", order: 2 } })])
+      assert.deepStrictEqual([other!.duplicate, other!.conflict, other!.messageId], [true, true, first!.messageId])
+      // Nothing written for the conflict: no message, the cursor where it was.
+      assert.deepStrictEqual((yield* store.recent(conv, 10)).map((m) => m.text), ["text k"])
+      assert.strictEqual(Option.getOrThrow(yield* store.cursor(c, "s")).position, "p1")
+      // The fingerprint is the receipt's, stored in the same row.
+      const stored = yield* sql<{ fingerprint: string | null }>`SELECT fingerprint FROM receipts WHERE provider_event_id = 'k'`
+      assert.deepStrictEqual(stored.map((r) => r.fingerprint), ["A"])
+      // No fingerprint on either side: a duplicate, as before fingerprints existed.
+      const [bare] = yield* store.ingestBatch([row("k")])
+      assert.deepStrictEqual([bare!.duplicate, bare!.conflict], [true, false])
+      const [plain] = yield* store.ingestBatch([row("n")])
+      const [late] = yield* store.ingestBatch([row("n", { fingerprint: "B", text: "later content" })])
+      assert.deepStrictEqual([late!.duplicate, late!.conflict, late!.messageId], [true, false, plain!.messageId])
+      const unfingerprinted = yield* sql<{ fingerprint: string | null }>`SELECT fingerprint FROM receipts WHERE provider_event_id = 'n'`
+      assert.deepStrictEqual(unfingerprinted.map((r) => r.fingerprint), [null])
+    })))
+
+  it.effect("inside one batch, repeats of an event id compare with the first row's fingerprint", () =>
+    run(Effect.gen(function* () {
+      const store = yield* MessageStore
+      const c = ConnectionName.make("terminal")
+      const results = yield* store.ingestBatch([
+        row("r", { fingerprint: "A", text: "winner", cursor: { stream: "s", position: "p1", order: 1 } }),
+        row("r", { fingerprint: "B", text: "loser", cursor: { stream: "s", position: "p9", order: 9 } }),
+        row("r", { fingerprint: "A", text: "retry" }),
+        row("r", { text: "no fingerprint" })
+      ])
+      assert.deepStrictEqual(results.map((r) => [r.duplicate, r.conflict]), [[false, false], [true, true], [true, false], [true, false]])
+      assert.strictEqual(new Set(results.map((r) => r.messageId)).size, 1)
+      assert.deepStrictEqual((yield* store.recent(conv, 10)).map((m) => m.text), ["winner"])
+      // The conflicting row's cursor did not move the stream.
+      assert.strictEqual(Option.getOrThrow(yield* store.cursor(c, "s")).position, "p1")
+    })))
+
   it.effect("the receipt constraint holds in the schema itself", () =>
     run(Effect.gen(function* () {
       const store = yield* MessageStore

@@ -21,7 +21,7 @@ import * as path from "node:path"
 import { problemsOf } from "../../domain/problems.js"
 import type { Channel } from "../../pipeline/channel-contract.js"
 import type { ConnectionRuntime, ConnectionRuntimeContext } from "../../runtimes/connection-runtime-contract.js"
-import { bodyDigest, DIGEST_ORDER, keyedEventId } from "./idempotency.js"
+import { bodyDigest, keyedEventId } from "./idempotency.js"
 import { type Reply, ReplyBuffer } from "./replies.js"
 import { hashToken, type HttpSettings, parseTokensFile } from "./settings.js"
 
@@ -143,24 +143,18 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
         const result = await context.ingestMessage({ connection: name, place, providerEventId: `anon:${randomUUID()}`, ...message }).catch(unavailable)
         return json(res, 202, { messageId: result.messageId, conversationId: result.conversationId, duplicate: result.duplicate })
       }
-      const eventId = keyedEventId(token, place, idem)
-      const digest = bodyDigest(message)
       const result = await context.ingestMessage({
         connection: name,
         place,
-        providerEventId: eventId,
-        ...message,
-        cursor: { stream: eventId, position: digest, order: DIGEST_ORDER }
+        providerEventId: keyedEventId(token, place, idem),
+        fingerprint: bodyDigest(message),
+        ...message
       }).catch(unavailable)
-      if (result.duplicate) {
-        // The receipt and the digest were committed together, so a duplicate always finds the digest.
-        const first = await context.getCursor(name, eventId).catch(unavailable)
-        if (first?.position !== digest) {
-          throw new HttpFailure(409, {
-            error: "idempotency_key_reused",
-            problems: [{ path: "header.Idempotency-Key", reason: "this token already used this key in this place for a different message; use a new key for a new message" }]
-          })
-        }
+      if (result.conflict) {
+        throw new HttpFailure(409, {
+          error: "idempotency_key_reused",
+          problems: [{ path: "header.Idempotency-Key", reason: "this token already used this key in this place for a different message; use a new key for a new message" }]
+        })
       }
       return json(res, 202, { messageId: result.messageId, conversationId: result.conversationId, duplicate: result.duplicate })
     }

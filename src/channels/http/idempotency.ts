@@ -3,10 +3,9 @@
  * posted to: the receipt's provider event id is a digest of (token hash, place, key), so two
  * clients (or two places) that pick the same key never share a receipt.
  *
- * A key names one message. The digest of its body (sender, text) is committed in the same
- * transaction as the receipt, as the cursor of a stream named after the receipt: the durable,
- * per-connection record the ingest contract already offers. A retry whose body digest matches is a
- * duplicate; one that does not is a reused key, answered 409, and nothing is written.
+ * A key names one message. The digest of its body (sender, text) is the receipt's fingerprint,
+ * committed with it in the ingest transaction: a retry whose digest matches is a duplicate; one that
+ * does not is an ingest conflict (a reused key), answered 409, and nothing is written.
  */
 import { createHash } from "node:crypto"
 
@@ -19,9 +18,6 @@ const sha256 = (value: string): string => createHash("sha256").update(value, "ut
 export const keyedEventId = (tokenHash: string, place: string, key: string): string =>
   `key:${sha256(JSON.stringify([tokenHash, place, key]))}`
 
-/** What must match for a retry to be the same message. */
+/** The receipt's fingerprint: what must match for a retry to be the same message. */
 export const bodyDigest = (body: { readonly sender: string; readonly text: string }): string =>
   sha256(JSON.stringify([body.sender, body.text]))
-
-/** Cursors only move forward: a constant order makes the first commit's digest final. */
-export const DIGEST_ORDER = 1
