@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Effect, Fiber, Queue, Redacted, TestClock } from "effect"
 import * as fs from "node:fs"
+import { sandboxUser } from "../../src/sandbox/runtimes/sandbox-user.js"
 import type { GatewayEvent, UsageEvent } from "../../src/gateway/events.js"
 import { call, chatAnswer, json, provider, scriptedUpstream, startGateway } from "./support.js"
 
@@ -378,7 +379,11 @@ describe("gateway data path (scripted upstream)", () => {
           const { token } = yield* gw.mintToken({ workspace: "main", conversationId: "c", expiresAt: HOUR })
           assert.match(gw.url!, /^http:\/\/127\.0\.0\.1:\d+$/)
           assert.strictEqual((yield* call({ url: gw.url! }, { path: "/v1/chat/completions", token: Redacted.value(token), body: ask() })).status, 200)
-          assert.strictEqual((fs.statSync(gw.socketPath!).mode & 0o777), 0o600)
+          // A root host lets the sandbox user's group in (it is what the sandbox runs as); no one else.
+          const stat = fs.statSync(gw.socketPath!)
+          const sandbox = sandboxUser()
+          assert.strictEqual(stat.mode & 0o777, sandbox === undefined ? 0o600 : 0o660)
+          if (sandbox !== undefined) assert.strictEqual(stat.gid, sandbox.gid)
           return gw.socketPath!
         })
       )
