@@ -25,6 +25,13 @@ const BIN = path.resolve(import.meta.dirname, "../../bin/pynchy.js")
 
 export interface DrillOptions {
   readonly kills: number
+  /**
+   * Crash windows each kill-and-restart must have landed in at least once. The drill goes on
+   * past `kills` (up to `maxKills`) until each was hit: where a kill lands depends on the
+   * machine's load, and a drill that never hit a window proved nothing about it.
+   */
+  readonly require?: ReadonlyArray<keyof WindowCounts>
+  readonly maxKills?: number
   /** The recording channel declares idempotent resends (Matrix-like) or not. */
   readonly idempotent: boolean
   readonly seed?: number
@@ -167,11 +174,15 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
     )
 
   const windows: WindowCounts = { claimedNotFinished: 0, writtenNotCalled: 0, calledNotMarked: 0 }
+  let kills = 0
   const bystander = options.sandbox ? spawn("sleep", ["3600"], { stdio: "ignore" }) : undefined
   const trapProblems: Array<string> = []
   try {
     await within("first ingest", 60_000, send(5))
-    for (let k = 0; k < options.kills; k++) {
+    const maxKills = Math.max(options.kills, options.maxKills ?? options.kills)
+    const hitAll = () => (options.require ?? []).every((w) => windows[w] > 0)
+    for (let k = 0; k < maxKills && (k < options.kills || !hitAll()); k++) {
+      kills = k + 1
       const host = await startHost(dir, log, options.sandbox ? "sandbox" : "scripted")
       const feeding = (async () => {
         for (let b = 0; b < 3; b++) {
@@ -191,7 +202,7 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
       if (Number(notCalled.n) > 0) windows.writtenNotCalled++
       if (Number(notMarked.n) > 0) windows.calledNotMarked++
       if (bystander !== undefined) plantTraps(dir, bystander)
-      log(`kill ${k + 1}/${options.kills}: ${sent} messages so far`)
+      log(`kill ${k + 1}/${options.kills}+: ${sent} messages so far`)
     }
 
     // The last run is not killed: it must finish everything that is left.
@@ -219,7 +230,7 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
     await client.dispose()
   }
   const report = verify(dbFile, path.join(dir, "sent.jsonl"), options.idempotent, sent)
-  return { ...report, problems: [...report.problems, ...trapProblems], windows, kills: options.kills }
+  return { ...report, problems: [...report.problems, ...trapProblems], windows, kills }
 }
 
 /** The invariants: every message handled by exactly one completed turn; every reply sent once. */
