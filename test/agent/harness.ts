@@ -68,6 +68,8 @@ export const runTurn = (options: TurnOptions): Effect.Effect<TurnRun, never, Sco
     const root = tempDir("pynchy-agent-")
     const dirs = { workspaceDir: path.join(root, "w"), sessionDir: path.join(root, "s"), hostDir: path.join(root, "h") }
     for (const d of Object.values(dirs)) fs.mkdirSync(d, { mode: 0o700 })
+    // As the executor does: the workspace's skills folder is there and read-only inside.
+    fs.mkdirSync(path.join(dirs.workspaceDir, "skills"))
     options.workspace?.(dirs.workspaceDir)
     const core = options.core ?? "openai"
     const turn: TurnSpec = { ...baseSpec(core), ...options.spec }
@@ -82,6 +84,7 @@ export const runTurn = (options: TurnOptions): Effect.Effect<TurnRun, never, Sco
       Effect.promise(() => runtime.start({
         sandboxId: Math.random().toString(16).slice(2, 14).padEnd(12, "0"),
         ...dirs,
+        workspaceReadOnly: ["skills"],
         turnFile,
         skills: [],
         ipcSocket,
