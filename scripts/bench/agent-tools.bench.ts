@@ -17,8 +17,10 @@ import * as Bwrap from "../../src/sandbox/runtimes/bwrap.js"
 import { median, percentile } from "./stats.js"
 import type { Row } from "./types.js"
 
-const CALLS = 200
-const WARMUP = 20
+/** Calls per pass; the three measurements alternate pass by pass, so the machine's load drifts into all of them alike. */
+const CALLS = 60
+const WARMUP = 10
+const PASSES = 4
 
 /**
  * The probe: in mode "tool" the runner's bash tool, in mode "bare" a plain spawn of bash -c true,
@@ -65,13 +67,20 @@ export default async (): Promise<Array<Row>> => {
   const ipc = net.createServer((s) => s.destroy()).listen(ipcSocket)
   try {
     const read = (mode: string): Array<number> => JSON.parse(fs.readFileSync(path.join(dirs.sessionDir, `bench-${mode}.json`), "utf8"))
-    await onHost(entry, dirs.sessionDir, dirs.workspaceDir, "bare")
-    await onHost(entry, dirs.sessionDir, dirs.workspaceDir, "tool-host")
-    const spec: SandboxSpec = { sandboxId: "be0000000012", ...dirs, turnFile, skills: [], ipcSocket, gatewaySocket: null, entry, env: { PROBE_MODE: "tool" } }
-    const handle = await Bwrap.make().start(spec)
-    const exit = await handle.exited
-    if (exit.code !== 0) throw new Error(`the probe failed in bwrap: ${fs.readFileSync(path.join(dirs.hostDir, "runner.log"), "utf8").slice(-1_000)}`)
-    const [bare, host, sandboxed] = [read("bare"), read("tool-host"), read("tool")]
+    const bare: Array<number> = []
+    const host: Array<number> = []
+    const sandboxed: Array<number> = []
+    for (let pass = 0; pass < PASSES; pass++) {
+      await onHost(entry, dirs.sessionDir, dirs.workspaceDir, "bare")
+      bare.push(...read("bare"))
+      await onHost(entry, dirs.sessionDir, dirs.workspaceDir, "tool-host")
+      host.push(...read("tool-host"))
+      const spec: SandboxSpec = { sandboxId: `be00000000${pass}a`, ...dirs, turnFile, skills: [], ipcSocket, gatewaySocket: null, entry, env: { PROBE_MODE: "tool" } }
+      const handle = await Bwrap.make().start(spec)
+      const exit = await handle.exited
+      if (exit.code !== 0) throw new Error(`the probe failed in bwrap: ${fs.readFileSync(path.join(dirs.hostDir, "runner.log"), "utf8").slice(-1_000)}`)
+      sandboxed.push(...read("tool"))
+    }
     const baseline = { name: "bare bash -c true (host)", value: median(bare) }
     return [
       { name: "bash tool round trip (true) inside bwrap, p50", value: median(sandboxed), unit: "ms", baseline, goal: "≤ 15 ms over the baseline" },
