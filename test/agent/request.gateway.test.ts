@@ -121,4 +121,25 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("the runner'
       })
       assert.deepStrictEqual(spoken(run), ["delta:whole", "reply:whole"])
     }))
+
+  for (const core of ["openai", "anthropic"] as const) {
+    it.scopedLive(`${core}: a stream the upstream breaks mid-way fails the turn as stream_interrupted (retryable), after the deltas it had`, () =>
+      Effect.gen(function* () {
+        const run = yield* runTurn({
+          core,
+          script: (_hit, res) => {
+            res.writeHead(200, { "content-type": "text/event-stream" })
+            const first = core === "openai"
+              ? `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", model: "tiny", choices: [{ index: 0, delta: { content: "partial" }, finish_reason: null }] })}\n\n`
+              : `event: message_start\ndata: ${JSON.stringify({ type: "message_start", message: { id: "m", type: "message", role: "assistant", model: "tiny", content: [], usage: { input_tokens: 1, output_tokens: 1 } } })}\n\n` +
+                `event: content_block_start\ndata: ${JSON.stringify({ type: "content_block_start", index: 0, content_block: { type: "text", text: "" } })}\n\n` +
+                `event: content_block_delta\ndata: ${JSON.stringify({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "partial" } })}\n\n`
+            res.write(first, () => setTimeout(() => res.socket?.destroy(), 50))
+          }
+        })
+        assert.deepStrictEqual(spoken(run), ["delta:partial", "error:stream_interrupted"])
+        const error = run.events.find((e) => e._tag === "error")
+        assert.isTrue(error?._tag === "error" && error.fatal && error.retryable)
+      }))
+  }
 })

@@ -5,7 +5,7 @@
  */
 import { alternating, conversation } from "../context.js"
 import type { SseEvent } from "../gateway-client.js"
-import { CoreFailed, type CoreContext, type CoreRun, NO_PROVIDER_NOTICE, outcomeText, streamFailure } from "./types.js"
+import { CoreFailed, type CoreContext, type CoreRun, NO_PROVIDER_NOTICE, outcomeText } from "./types.js"
 
 type Block =
   | { readonly type: "text"; readonly text: string }
@@ -41,7 +41,9 @@ const streamRound = async (ctx: CoreContext, body: Record<string, unknown>): Pro
     }
     switch (data.type) {
       case "error":
-        throw streamFailure(data.error)
+        // The Messages dialect names only an error type (api_error, overloaded_error): past the
+        // headers, every one of them means the stream was cut.
+        throw new CoreFailed("stream_interrupted", "the LLM stream ended with an error", true)
       case "message_start":
         sawMessage = true
         return
