@@ -5,6 +5,50 @@ import { CoreFailed } from "./cores/types.js"
 export interface GatewayClient {
   /** POSTs JSON and returns the decoded answer; a non-2xx answer is a CoreFailed with the gateway's code. */
   readonly post: (path: string, body: unknown, headers?: Record<string, string>) => Promise<unknown>
+  /**
+   * POSTs JSON asking for a stream and calls `onEvent` with each server-sent event as it arrives;
+   * resolves when the stream ends. A non-2xx answer is the same CoreFailed as `post`'s.
+   */
+  readonly stream: (path: string, body: unknown, onEvent: (event: SseEvent) => void, headers?: Record<string, string>) => Promise<void>
+}
+
+export interface SseEvent {
+  /**
+   * The `event:` field; "message" when absent. An answer that is not a stream (an upstream that
+   * ignores `stream: true`) comes as one event named "json" holding the whole body.
+   */
+  readonly event: string
+  readonly data: string
+}
+
+/** Splits a text stream into server-sent events (fields `event` and `data`; comments and ids ignored). */
+export const sseParser = (onEvent: (event: SseEvent) => void) => {
+  let buffer = ""
+  let event = ""
+  let data: Array<string> = []
+  const line = (l: string) => {
+    if (l === "") {
+      if (data.length > 0) onEvent({ event: event === "" ? "message" : event, data: data.join("\n") })
+      event = ""
+      data = []
+    } else if (l.startsWith("data:")) data.push(l.slice(l[5] === " " ? 6 : 5))
+    else if (l.startsWith("event:")) event = l.slice(l[6] === " " ? 7 : 6).trim()
+  }
+  return {
+    push: (chunk: string) => {
+      buffer += chunk
+      let nl: number
+      while ((nl = buffer.indexOf("\n")) >= 0) {
+        line(buffer.slice(0, nl).replace(/\r$/, ""))
+        buffer = buffer.slice(nl + 1)
+      }
+    },
+    end: () => {
+      if (buffer !== "") line(buffer.replace(/\r$/, ""))
+      buffer = ""
+      line("")
+    }
+  }
 }
 
 const failureOf = (status: number, body: string): CoreFailed => {
@@ -25,22 +69,74 @@ const failureOf = (status: number, body: string): CoreFailed => {
   return new CoreFailed(code, `the LLM gateway answered ${status}`, retryable)
 }
 
+const request = (socketPath: string, token: string, path: string, body: unknown, headers: Record<string, string>, onResponse: (res: http.IncomingMessage) => void, reject: (e: CoreFailed) => void) => {
+  const payload = Buffer.from(JSON.stringify(body))
+  const req = http.request({
+    socketPath,
+    path,
+    method: "POST",
+    agent: false,
+    headers: {
+      "content-type": "application/json",
+      "content-length": payload.length,
+      authorization: `Bearer ${token}`,
+      ...headers
+    }
+  }, onResponse)
+  req.on("error", () => reject(new CoreFailed("gateway_unreachable", "cannot reach the LLM gateway socket", true)))
+  req.end(payload)
+}
+
+/** Reads a whole body (an error body: at most `max` bytes of it). */
+const readBody = (res: http.IncomingMessage, done: (text: string) => void, max = 16 * 1024 * 1024) => {
+  const chunks: Array<Buffer> = []
+  let size = 0
+  res.on("data", (c: Buffer) => {
+    if (size < max) chunks.push(c)
+    size += c.length
+  })
+  res.on("end", () => done(Buffer.concat(chunks).toString("utf8")))
+}
+
 export const makeGatewayClient = (socketPath: string, token: string): GatewayClient => ({
+  stream: (path, body, onEvent, headers = {}) =>
+    new Promise((resolve, reject) => {
+      request(socketPath, token, path, body, { accept: "text/event-stream", ...headers }, (res) => {
+        const status = res.statusCode ?? 0
+        res.on("error", () => reject(new CoreFailed("gateway_unreachable", "the gateway connection broke", true)))
+        if (status < 200 || status >= 300) return readBody(res, (text) => reject(failureOf(status, text)), 65_536)
+        if (!String(res.headers["content-type"] ?? "").startsWith("text/event-stream")) {
+          return readBody(res, (text) => {
+            try {
+              onEvent({ event: "json", data: text })
+              resolve()
+            } catch (err) {
+              reject(err instanceof CoreFailed ? err : new CoreFailed("gateway_bad_answer", "the gateway answer is not JSON", true))
+            }
+          })
+        }
+        const parser = sseParser((e) => {
+          try {
+            onEvent(e)
+          } catch (err) {
+            res.destroy()
+            reject(err instanceof CoreFailed ? err : new CoreFailed("llm_bad_answer", "the stream held an event the core cannot read", true))
+          }
+        })
+        res.setEncoding("utf8")
+        res.on("data", (c: string) => parser.push(c))
+        res.on("close", () => {
+          if (!res.complete) reject(new CoreFailed("stream_interrupted", "the stream from the gateway broke off", true))
+        })
+        res.on("end", () => {
+          parser.end()
+          resolve()
+        })
+      }, reject)
+    }),
   post: (path, body, headers = {}) =>
     new Promise((resolve, reject) => {
-      const payload = Buffer.from(JSON.stringify(body))
-      const req = http.request({
-        socketPath,
-        path,
-        method: "POST",
-        agent: false,
-        headers: {
-          "content-type": "application/json",
-          "content-length": payload.length,
-          authorization: `Bearer ${token}`,
-          ...headers
-        }
-      }, (res) => {
+      request(socketPath, token, path, body, headers, (res) => {
         const chunks: Array<Buffer> = []
         res.on("data", (c: Buffer) => chunks.push(c))
         res.on("error", () => reject(new CoreFailed("gateway_unreachable", "the gateway connection broke", true)))
@@ -54,8 +150,6 @@ export const makeGatewayClient = (socketPath: string, token: string): GatewayCli
             reject(new CoreFailed("gateway_bad_answer", "the gateway answer is not JSON", true))
           }
         })
-      })
-      req.on("error", () => reject(new CoreFailed("gateway_unreachable", "cannot reach the LLM gateway socket", true)))
-      req.end(payload)
+      }, reject)
     })
 })

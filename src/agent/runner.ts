@@ -1,22 +1,29 @@
 /**
  * The in-sandbox agent runner (bundled to dist/runner.mjs). It reads the turn from
  * `$PYNCHY_TURN_FILE` (host-written, read-only to it), runs the selected core, and streams events to the host over
- * `$PYNCHY_IPC_SOCKET`. It knows only the gateway socket and its turn token; it writes a
- * transcript (no token) into the session folder. It never prints message content to stderr.
+ * `$PYNCHY_IPC_SOCKET`. It knows only the gateway socket and its turn token (taken out of its
+ * environment at start, so the bash tool never sees it); it runs the sandbox tools itself and
+ * writes a transcript (no token) into the session folder. It never prints message content to stderr.
  */
 import * as Either from "effect/Either"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { decodeTurnSpec, type RunnerMessage, type TurnSpec } from "../sandbox/ipc.js"
+import { systemPrompt } from "./context.js"
 import { coreNamed } from "./cores/index.js"
-import { CoreFailed } from "./cores/types.js"
+import { CoreFailed, type OfferedTool, type ToolOutcome } from "./cores/types.js"
 import { makeGatewayClient } from "./gateway-client.js"
 import { connectIpc, type IpcClient } from "./ipc-client.js"
+import { takeSecretEnv } from "./scrub.js"
+import { sandboxTools } from "./tools/index.js"
+import { capped } from "./tools/output.js"
 
+const token = takeSecretEnv("PYNCHY_TURN_TOKEN")
 const env = process.env
 const sessionDir = env.PYNCHY_SESSION_DIR ?? "/session"
 const turnFile = env.PYNCHY_TURN_FILE ?? "/run/turn.json"
 const skillsDir = env.PYNCHY_SKILLS_DIR ?? "/skills"
+const workspaceDir = env.PYNCHY_WORKSPACE_DIR ?? "/workspace"
 const transcriptFile = path.join(sessionDir, "transcript.jsonl")
 
 const transcript = (entry: Record<string, unknown>) => {
@@ -25,19 +32,6 @@ const transcript = (entry: Record<string, unknown>) => {
   } catch {
     // the transcript is a record, not a requirement
   }
-}
-
-const systemPrompt = (turn: TurnSpec): string => {
-  const parts = [turn.workspace.instructions.trim()]
-  for (const skill of turn.skills) {
-    try {
-      const text = fs.readFileSync(path.join(skillsDir, skill.name, "SKILL.md"), "utf8")
-      parts.push(`# Skill: ${skill.name}\n${text.replace(/^---\r?\n[\s\S]*?\r?\n---\r?\n?/, "").trim()}`)
-    } catch {
-      // a skill that cannot be read is left out
-    }
-  }
-  return parts.filter((p) => p !== "").join("\n\n")
 }
 
 const readTurn = (): Either.Either<TurnSpec, string> => {
@@ -67,26 +61,37 @@ const main = async () => {
     fail(ipc, "unknown_agent_core", `no agent core named '${turn.right.core}' in the runner`, false)
     return ipc.close()
   }
-  const token = env.PYNCHY_TURN_TOKEN ?? ""
+  if (!token.scrubbed) transcript({ kind: "note", note: "the turn token could not be blanked in /proc/self/environ" })
   const gatewaySocket = env.PYNCHY_GATEWAY_SOCKET ?? ""
   const send = (m: RunnerMessage) => ipc.send(m)
+  // Sandbox tools first; a host action with a sandbox tool's name is not offered (one name, one tool).
+  const local = new Map(sandboxTools(turn.right.sandboxTools).map((t) => [t.name as string, t]))
+  const tools: Array<OfferedTool> = [
+    ...[...local.values()].map(({ description, inputSchema, name }) => ({ name, description, inputSchema })),
+    ...turn.right.tools.filter((t) => !local.has(t.name))
+  ]
+  const callTool = async (tool: string, input: unknown): Promise<ToolOutcome> => {
+    transcript({ kind: "tool_call", tool, input })
+    const sandboxTool = local.get(tool)
+    const outcome: ToolOutcome = sandboxTool !== undefined
+      ? await sandboxTool.run(input).catch(() => ({ ok: false, output: "the tool failed unexpectedly" }))
+      : await ipc.callTool(tool, input)
+    const shown = typeof outcome.output === "string" ? outcome.output : JSON.stringify(outcome.output) ?? "null"
+    transcript({ kind: "tool_result", tool, ok: outcome.ok, output: capped(shown, "see the tool's answer in the conversation", 4_000) })
+    return outcome
+  }
   try {
     await core.run({
       turn: turn.right,
-      system: systemPrompt(turn.right),
-      tools: turn.right.tools,
-      gateway: gatewaySocket !== "" && token !== "" ? makeGatewayClient(gatewaySocket, token) : null,
+      system: systemPrompt(turn.right, { skillsDir, workspaceDir }),
+      tools,
+      gateway: gatewaySocket !== "" && token.value !== "" ? makeGatewayClient(gatewaySocket, token.value) : null,
       delta: (text) => send({ _tag: "text_delta", text }),
       reply: (text) => {
         transcript({ kind: "reply", text })
         send({ _tag: "reply", text })
       },
-      callTool: async (tool, input) => {
-        transcript({ kind: "tool_call", tool })
-        const outcome = await ipc.callTool(tool, input)
-        transcript({ kind: "tool_result", tool, ok: outcome.ok })
-        return outcome
-      }
+      callTool
     })
     transcript({ kind: "done" })
     send({ _tag: "done" })

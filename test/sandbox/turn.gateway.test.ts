@@ -12,6 +12,7 @@ import { makeTestHost } from "../../layers/test.js"
 import { decodeConfig } from "../../src/config/HostConfig.js"
 import type { PynchyConfig } from "../../src/config/schema.js"
 import { ConversationId } from "../../src/domain/ids.js"
+import { SANDBOX_TOOLS } from "../../src/domain/sandbox-tools.js"
 import { GatewayConfig } from "../../src/gateway/config.js"
 import { Gateway, GatewaySettings } from "../../src/gateway/Gateway.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
@@ -95,7 +96,7 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("turns throu
       assert.deepStrictEqual(sentLines(dir).map((l) => l.text), ["done: {\"text\":\"Hello, Ada!\"}"])
       // The upstream saw the key (added by the gateway), the tools, and the tool result.
       assert.strictEqual(upstream.hits[0]!.headers.authorization, `Bearer ${CANARY}`)
-      assert.deepStrictEqual(upstream.hits[0]!.body.tools.map((t: any) => t.function.name), ["hello__greet"])
+      assert.deepStrictEqual(upstream.hits[0]!.body.tools.map((t: any) => t.function.name), [...SANDBOX_TOOLS, "hello__greet"])
       assert.strictEqual(upstream.hits[1]!.body.messages.at(-1).role, "tool")
       // Nothing the sandbox could see or wrote holds the key.
       const sid = turn.owner!.executor.slice("sandbox:".length)
@@ -129,7 +130,7 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("turns throu
       yield* awaitSettled(conv, 1).pipe(Effect.provide(ctx))
       assert.deepStrictEqual(sentLines(dir).map((l) => l.text), ["done: {\"text\":\"Hello, Cy!\"}"])
       assert.strictEqual(upstream.hits[0]!.path, "/v1/messages")
-      assert.deepStrictEqual(upstream.hits[0]!.body.tools.map((t: any) => t.name), ["hello__greet"])
+      assert.deepStrictEqual(upstream.hits[0]!.body.tools.map((t: any) => t.name), [...SANDBOX_TOOLS, "hello__greet"])
     }))
 
   it.scopedLive("an action that is not enabled for the workspace is refused inside the turn", () =>
