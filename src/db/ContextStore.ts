@@ -19,8 +19,9 @@ export interface TimelineEntry extends Position {
   readonly text: string
 }
 
-const UserRow = Schema.Struct({ id: MessageId, sender: Schema.String, text: Schema.String, handledBy: Schema.NullOr(TurnId) })
-const ReplyRow = Schema.Struct({ id: Schema.Int, turnId: TurnId, text: Schema.String })
+// Plain numbers, no brands: these rows are read by the thousand on every turn.
+const UserRow = Schema.Struct({ id: Schema.Number, sender: Schema.String, text: Schema.String, handledBy: Schema.NullOr(Schema.Number) })
+const ReplyRow = Schema.Struct({ id: Schema.Number, turnId: Schema.Number, text: Schema.String })
 
 export const ContextStart = Schema.Struct({ messageId: Schema.Int, turnId: Schema.Int })
 export type ContextStart = typeof ContextStart.Type

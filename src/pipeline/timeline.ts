@@ -7,7 +7,8 @@ import { Effect, Option } from "effect"
 import { comparePositions, type ContextStart, type ContextStore, type Position, type TimelineEntry } from "../db/ContextStore.js"
 import type { ConversationId } from "../domain/ids.js"
 
-const PAGE = 64
+/** Pages grow (64, 128, 256, 512 rows): a short history costs one small read, a long one a few round trips, and little is read past the budget. */
+const pageAfter = (page: number) => Math.min(page * 2, 512)
 
 export interface TimelineBounds {
   readonly conversationId: ConversationId
@@ -21,38 +22,47 @@ export interface TimelineBounds {
 }
 
 export const timeline = (store: ContextStore.Service, b: TimelineBounds): Effect.Effect<Option.Option<TimelineEntry>> => {
-  const users: Array<TimelineEntry> = []
-  const replies: Array<TimelineEntry> = []
+  let users: Array<TimelineEntry> = []
+  let replies: Array<TimelineEntry> = []
+  let u0 = 0
+  let r0 = 0
   let userBefore = b.beforeMessage
   let replyBefore = Number.MAX_SAFE_INTEGER
   let usersDone = false
   let repliesDone = false
   let ended = false
+  let userPageSize = 64
+  let replyPageSize = 64
   const fill = Effect.gen(function* () {
-    if (users.length === 0 && !usersDone) {
-      const page = yield* store.userPage(b.conversationId, b.start.messageId, userBefore, PAGE)
-      users.push(...page)
-      usersDone = page.length < PAGE
+    if (u0 === users.length && !usersDone) {
+      const page = yield* store.userPage(b.conversationId, b.start.messageId, userBefore, userPageSize)
+      users = [...page]
+      u0 = 0
+      usersDone = page.length < userPageSize
+      userPageSize = pageAfter(userPageSize)
       if (page.length > 0) userBefore = page.at(-1)!.id
     }
-    if (replies.length === 0 && !repliesDone) {
-      const page = yield* store.replyPage(b.conversationId, b.start.turnId, b.beforeTurn, replyBefore, PAGE)
-      replies.push(...page)
-      repliesDone = page.length < PAGE
+    if (r0 === replies.length && !repliesDone) {
+      const page = yield* store.replyPage(b.conversationId, b.start.turnId, b.beforeTurn, replyBefore, replyPageSize)
+      replies = [...page]
+      r0 = 0
+      repliesDone = page.length < replyPageSize
+      replyPageSize = pageAfter(replyPageSize)
       if (page.length > 0) replyBefore = page.at(-1)!.id
     }
   })
   return Effect.gen(function* () {
     if (ended) return Option.none()
     yield* fill
-    const u = users[0]
-    const r = replies[0]
+    const u = users[u0]
+    const r = replies[r0]
     const e = u === undefined ? r : r === undefined ? u : comparePositions(u, r) > 0 ? u : r
     if (e === undefined || (b.floor !== null && comparePositions(e, b.floor) <= 0)) {
       ended = true
       return Option.none()
     }
-    ;(e === u ? users : replies).shift()
+    if (e === u) u0++
+    else r0++
     return Option.some(e)
   })
 }
