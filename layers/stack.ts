@@ -22,6 +22,7 @@ import { LiveStatus } from "../src/host/LiveStatus.js"
 import { logged } from "../src/host/lifecycle-log.js"
 import type { AgentExecutor, ExecutorLiveness } from "../src/pipeline/AgentExecutor.js"
 import { Channels } from "../src/pipeline/Channels.js"
+import { ConversationContext } from "../src/pipeline/ConversationContext.js"
 import { Ingest } from "../src/pipeline/Ingest.js"
 import { Outbox } from "../src/pipeline/Outbox.js"
 import { Recovery } from "../src/pipeline/Recovery.js"
@@ -39,7 +40,7 @@ export interface StackParts<EC, EP, ED, EE, ES, EA> {
   /** Discovered and validated plugins (startup step 2). */
   readonly plugins: Layer.Layer<PluginRegistry, EP, HostConfig>
   readonly database: Layer.Layer<SqlClient.SqlClient, ED, HostConfig>
-  readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig | PluginRegistry | Gateway>
+  readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig | PluginRegistry | Gateway | ConversationContext>
   /** Agent-session runtimes and attachments; attached conversations are delegated, not sandboxed. */
   readonly agentSessions: Layer.Layer<AgentSessions, EA, HostConfig | SqlClient.SqlClient>
   /** The connection runtimes, in start order (the plugin registry's, or a test's). */
@@ -58,6 +59,9 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   // 6. the LLM gateway (its usage events go to the events table). It starts before the executor,
   // which mints a token per turn; nothing dispatches before step 9, so starting it early is safe.
   const gateway = logged("gateway", GatewayEventLog.layer.pipe(Layer.provideMerge(Gateway.layer), Layer.provideMerge(GatewaySettings.layerHost)))
+  // Conversation memory (history, summaries through the gateway, the context start) for the
+  // executor, which builds each turn's context, and the runner, which handles /new.
+  const memory = logged("conversation memory", ConversationContext.layer)
   // Outbound deliveries and host actions come before the executor, which offers actions as tools.
   const outbox = logged("outbox", Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer)))
   const actions = logged("host actions", Layer.provideMerge(HostActions.layer, Approvals.layer))
@@ -86,6 +90,7 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
     Layer.provideMerge(support),
     Layer.provideMerge(actions),
     Layer.provideMerge(outbox),
+    Layer.provideMerge(memory),
     Layer.provideMerge(gateway),
     Layer.provideMerge(sessions),
     Layer.provideMerge(database),

@@ -12,6 +12,7 @@ import { DeployRollback } from "../src/host/DeployRollback.js"
 import { ConnectionRuntimeSources, type RuntimeEntry } from "../src/runtimes/ConnectionRuntimes.js"
 import { makeStack } from "./stack.js"
 import type { AgentExecutor, ExecutorLiveness } from "../src/pipeline/AgentExecutor.js"
+import type { ConversationContext } from "../src/pipeline/ConversationContext.js"
 import { tmpdir } from "node:os"
 import { BUILTINS, type BuiltinPlugin } from "../src/plugins/builtin.js"
 import { PluginRegistry } from "../src/plugins/PluginRegistry.js"
@@ -26,7 +27,7 @@ export interface TestHostOptions {
   /** Plugins added to the built-ins (a test's service handlers, channels, runtimes). */
   readonly plugins?: ReadonlyArray<BuiltinPlugin>
   /** Replaces the scripted executor. */
-  readonly executor?: Layer.Layer<AgentExecutor | ExecutorLiveness>
+  readonly executor?: Layer.Layer<AgentExecutor | ExecutorLiveness, never, ConversationContext>
 }
 
 export const makeTestHost = (config: PynchyConfig, options: TestHostOptions = {}) =>

@@ -8,6 +8,10 @@
  * it can write: forged liveness records naming a bystander process, a FIFO and a link as skills,
  * and a setuid file in the workspace. The bystander must survive, the host must get ready and
  * finish every turn, and no setuid or setgid file may be left at the end.
+ *
+ * The history check then rebuilds, for a sample of turns, the history the host would send
+ * (the same paged reads as the context service): every earlier user message once, in order, and
+ * every delivered reply at most once, never one that was not sent.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -18,6 +22,9 @@ import { Effect, Logger, LogLevel, ManagedRuntime, Layer } from "effect"
 import { HostConfig } from "../../src/config/HostConfig.js"
 import * as Database from "../../src/db/Database.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
+import { ContextStore, type TimelineEntry } from "../../src/db/ContextStore.js"
+import { ConversationId } from "../../src/domain/ids.js"
+import { timeline } from "../../src/pipeline/timeline.js"
 import { makeClient } from "../../layers/stack.js"
 import { processId } from "../../src/sandbox/runtimes/procinfo.js"
 
@@ -57,6 +64,8 @@ export interface DrillReport {
   readonly problems: ReadonlyArray<string>
   readonly deliveries: Record<string, number>
   readonly channelLines: number
+  /** Turns whose history was rebuilt and checked. */
+  readonly historyTurns: number
 }
 
 interface Db {
@@ -230,7 +239,8 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
     await client.dispose()
   }
   const report = verify(dbFile, path.join(dir, "sent.jsonl"), options.idempotent, sent)
-  return { ...report, problems: [...report.problems, ...trapProblems], windows, kills }
+  const history = await verifyHistory(dbFile)
+  return { ...report, problems: [...report.problems, ...trapProblems, ...history.problems], historyTurns: history.turns, windows, kills }
 }
 
 /** The invariants: every message handled by exactly one completed turn; every reply sent once. */
@@ -265,6 +275,56 @@ const verify = (dbFile: string, channelFile: string, idempotent: boolean, sent: 
   for (const key of sentKeys) if (!counts.has(key)) problems.push(`delivery ${key} marked sent but the channel never received it`)
   for (const key of counts.keys()) if (!sentKeys.has(key) && !unknownKeys.has(key)) problems.push(`channel received ${key}, which is not recorded as sent`)
   return { messages: sent, problems, deliveries, channelLines: lines.length }
+}
+
+/**
+ * For up to 40 completed turns spread over the run: the history the host builds for the turn
+ * (no budget, no summary) holds every earlier inbound message of the conversation exactly once
+ * and in order, and replies only as sent deliveries, each at most once, after the message it answers.
+ */
+const verifyHistory = async (dbFile: string) => {
+  const problems: Array<string> = []
+  const db = openDb(dbFile)
+  const all = db.prepare(`SELECT t.id, t.conversation_id AS conv, MIN(m.id) AS first FROM turns t JOIN messages m ON m.handled_by = t.id
+    WHERE t.status = 'completed' GROUP BY t.id ORDER BY t.id`).all()
+  const step = Math.max(1, Math.floor(all.length / 40))
+  const sample = all.filter((_, i) => i % step === 0)
+  const expected = (conv: string, first: number) => db.prepare(`SELECT id, text FROM messages WHERE conversation_id = ? AND direction = 'in' AND id < ? ORDER BY id`).all(conv, first)
+  const sentReplies = new Set(db.prepare(`SELECT id FROM deliveries WHERE kind = 'reply' AND status = 'sent'`).all().map((r) => Number(r.id)))
+  const runtime = ManagedRuntime.make(ContextStore.layer.pipe(Layer.provide(Database.layerFile(dbFile)), Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))))
+  try {
+    for (const t of sample) {
+      const conversationId = ConversationId.make(String(t.conv))
+      const entries = await runtime.runPromise(Effect.gen(function* () {
+        const store = yield* ContextStore
+        const next = timeline(store, { conversationId, start: yield* store.start(conversationId), beforeTurn: Number(t.id), beforeMessage: Number(t.first), floor: null })
+        const out: Array<TimelineEntry> = []
+        while (true) {
+          const e = yield* next
+          if (e._tag === "None") return out.reverse()
+          out.push(e.value)
+        }
+      }))
+      const users = entries.filter((e) => e.role === "user")
+      const want = expected(String(t.conv), Number(t.first))
+      if (users.map((u) => u.id).join(",") !== want.map((w) => Number(w.id)).join(",")) {
+        problems.push(`turn ${t.id}: history holds user messages [${users.map((u) => u.id).join(",")}], expected [${want.map((w) => w.id).join(",")}]`)
+      }
+      const seen = new Set<string>()
+      for (const [i, e] of entries.entries()) {
+        if (e.role !== "assistant") continue
+        if (!sentReplies.has(e.id)) problems.push(`turn ${t.id}: history holds reply ${e.id}, which was not sent`)
+        if (seen.has(e.text)) problems.push(`turn ${t.id}: history repeats the reply "${e.text}"`)
+        seen.add(e.text)
+        const answered = e.text.replace(/^echo: /, "")
+        if (!entries.slice(0, i).some((u) => u.role === "user" && u.text === answered)) problems.push(`turn ${t.id}: reply "${e.text}" comes before the message it answers`)
+      }
+    }
+  } finally {
+    await runtime.dispose()
+    db.close()
+  }
+  return { problems, turns: sample.length }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

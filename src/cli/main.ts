@@ -4,6 +4,7 @@ import { VERSION } from "../version.js"
 import type { RuntimeEntry } from "../runtimes/ConnectionRuntimes.js"
 import { chat } from "./commands/chat.js"
 import { config } from "./commands/config.js"
+import { conversations } from "./commands/conversations.js"
 import { deploy } from "./commands/deploy.js"
 import { doctor } from "./commands/doctor.js"
 import { mcp } from "./commands/mcp.js"
@@ -27,7 +28,7 @@ export const makeCli = <E, EC>(stacks: Stacks<E, EC>) =>
   Command.run(
     Command.make("pynchy").pipe(
       Command.withDescription("A host for a personal AI assistant."),
-      Command.withSubcommands([start(stacks.makeHost), chat(stacks.makeHost), send(stacks.client), status, config, doctor, plugins, deploy, mcp])
+      Command.withSubcommands([start(stacks.makeHost), chat(stacks.makeHost), send(stacks.client), status, conversations, config, doctor, plugins, deploy, mcp])
     ),
     { name: "pynchy", version: VERSION }
   )

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { m0002_approvals } from "./migrations/0002_approvals.js"
 import { m0003_approvals_single_use } from "./migrations/0003_approvals_single_use.js"
 import { m0004_receipt_fingerprint } from "./migrations/0004_receipt_fingerprint.js"
+import { m0005_conversation_memory } from "./migrations/0005_conversation_memory.js"
 
 /**
  * Numbered migrations, applied in order and recorded in `pynchy_migrations`.
@@ -125,5 +126,6 @@ export const migrations = {
   "0001_initial": m0001_initial,
   "0002_approvals": m0002_approvals,
   "0003_approvals_single_use": m0003_approvals_single_use,
-  "0004_receipt_fingerprint": m0004_receipt_fingerprint
+  "0004_receipt_fingerprint": m0004_receipt_fingerprint,
+  "0005_conversation_memory": m0005_conversation_memory
 } as const

@@ -1,5 +1,6 @@
 import { Cause, Context, Data, Duration, Effect, Layer, Option } from "effect"
 import { HostConfig } from "../config/HostConfig.js"
+import { ContextStore } from "../db/ContextStore.js"
 import { MessageStore } from "../db/MessageStore.js"
 import { TurnStore } from "../db/TurnStore.js"
 import type { ExecutorId, HostEpoch, MessageId } from "../domain/ids.js"
@@ -31,6 +32,10 @@ export interface StartedTurn {
 /** Durable retries: the not-before time is stored, so a restart keeps the backoff. */
 export const retryDelayMs = (baseMs: number, attempt: number): number => Math.min(baseMs * 2 ** Math.max(0, attempt - 1), 10 * 60_000)
 
+/** A message that is exactly this starts a new context for its conversation (docs/memory.md). */
+export const NEW_CONTEXT_COMMAND = "/new"
+export const NEW_CONTEXT_NOTICE = "Started a new conversation: earlier messages will not be sent again."
+
 export declare namespace TurnRunner {
   /** Runs one started turn to its outcome: execute, record replies, complete, retry or fail. */
   export interface Service {
@@ -46,6 +51,21 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
     const workspaces = yield* Workspaces
     const outbox = yield* Outbox
     const executor = yield* AgentExecutor
+    const contexts = yield* ContextStore
+
+    // `/new` is handled here, inside the turn that claimed it: moving the start only goes forward
+    // and the notice is keyed by turn and message, so a rerun after a crash repeats neither, and
+    // the message is marked handled with its turn like any other. The agent sees what follows it.
+    const startAfresh = (input: TurnInput) =>
+      Effect.gen(function* () {
+        let at = input.messages.length - 1
+        while (at >= 0 && input.messages[at]!.text.trim() !== NEW_CONTEXT_COMMAND) at--
+        if (at < 0) return input
+        const command = input.messages[at]!
+        yield* contexts.moveStart(input.conversation.id, command.id, input.turn.id)
+        yield* input.notice(`new:${command.id}`, NEW_CONTEXT_NOTICE)
+        return { ...input, messages: input.messages.slice(at + 1) }
+      })
 
     const prepare = (started: StartedTurn) =>
       Effect.gen(function* () {
@@ -66,14 +86,15 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
           reply: (text) => Effect.suspend(() => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey: `t${turn.id}:${n++}`, kind: "reply", text }])),
           notice: (key, text) => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey: `t${turn.id}:${key}`, kind: "notice", text }])
         }
-        return input
+        return yield* startAfresh(input)
       })
 
     const run = Effect.fn("TurnRunner.run")(function* (started: StartedTurn) {
       const { turn, epoch } = started
       const outcome = yield* prepare(started).pipe(
         Effect.flatMap((input) =>
-          (started.adopted ? executor.adopt(input) : executor.execute(input)).pipe(
+          // Nothing after a `/new`: no agent turn.
+          input.messages.length === 0 && !started.adopted ? Effect.void : (started.adopted ? executor.adopt(input) : executor.execute(input)).pipe(
             Effect.timeoutFail({
               duration: Duration.seconds(input.workspace.sandbox.timeoutSeconds),
               onTimeout: () => new TurnFailed({ code: "turn_timeout", reason: `no answer within ${input.workspace.sandbox.timeoutSeconds}s`, retryable: true })

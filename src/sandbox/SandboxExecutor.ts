@@ -20,6 +20,7 @@ import { ExecutorId } from "../domain/ids.js"
 import type { Workspace } from "../domain/workspace.js"
 import { Gateway } from "../gateway/Gateway.js"
 import { AgentExecutor, ExecutorLiveness, TurnFailed, type TurnInput } from "../pipeline/AgentExecutor.js"
+import { ConversationContext } from "../pipeline/ConversationContext.js"
 import { hostPackageRoot } from "../plugins/paths.js"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
 import type { TurnSpec } from "./ipc.js"
@@ -70,6 +71,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
   Effect.gen(function* () {
     const host = yield* HostConfig
     const registry = yield* PluginRegistry
+    const memory = yield* ConversationContext
     const gateway = yield* Effect.serviceOption(Gateway)
     const actions = yield* Effect.serviceOption(HostActions).pipe(
       Effect.flatMap(Option.match({
@@ -122,13 +124,14 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       yield* Effect.addFinalizer(() => afterTurn(input, workspaceDir))
       const skills = yield* skillsFor(w, registry.skills.map((s) => s.value), workspaceDir)
       const model = entry.api === "none" ? null : modelFor(w)
+      const context = yield* memory.build(input, model)
       const turn: TurnSpec = {
         version: 2,
         turnId: input.turn.id,
         conversationId: input.conversation.id,
         workspace: { id: w.id, instructions: w.instructions },
-        summary: null,
-        history: [],
+        summary: context.summary,
+        history: context.history,
         messages: input.messages.map((msg) => ({ id: msg.id, sender: msg.sender, text: msg.text, createdAt: msg.createdAt })),
         skills: skills.map((s) => ({ name: s.name, description: s.description, tier: s.tier })),
         tools: actions.toolsFor(w),
@@ -236,7 +239,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
     }
   })
 
-/** AgentExecutor + ExecutorLiveness over sandboxes; needs HostConfig and PluginRegistry, uses Gateway and HostActions when present. */
+/** AgentExecutor + ExecutorLiveness over sandboxes; needs HostConfig, PluginRegistry and ConversationContext, uses Gateway and HostActions when present. */
 export const layer = (options: SandboxExecutor.Options = {}) =>
   Layer.scopedContext(
     Effect.map(make(options), ({ executor, liveness }) => Context.make(AgentExecutor, executor).pipe(Context.add(ExecutorLiveness, liveness)))

@@ -16,6 +16,8 @@ describe("crash safety (kill -9 of a real host process)", () => {
     assert.isAbove(report.windows.writtenNotCalled, 0)
     assert.isAbove(report.windows.calledNotMarked, 0)
     assert.strictEqual(report.deliveries.unknown ?? 0, 0)
+    // The history later turns were built from: no user message lost, no reply repeated.
+    assert.isAbove(report.historyTurns, 0)
   })
 
   it("20 kills, channel without idempotent resends: ambiguous sends end unknown and are never resent", { timeout: 900_000 }, async () => {

@@ -13,6 +13,7 @@ import type { BuiltinPlugin } from "../../src/plugins/builtin.js"
 import { tempDir } from "../support/db.js"
 import { skipWithout } from "../support/system.js"
 import { runnerBundle, sandboxExecutor } from "./support.js"
+import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
 
 const skillFolder = (root: string, name: string, tier: string) => {
   const dir = path.join(root, name)
@@ -35,7 +36,7 @@ const inputFor = (executor: ExecutorId, workspace: Workspace, texts: ReadonlyArr
 }
 
 const executorFor = (dir: string, runnerPath: string, plugins: ReadonlyArray<BuiltinPlugin> = []) =>
-  sandboxExecutor(Either.getOrThrow(decodeConfig({ dataDir: dir }, "test")), { runnerPath, defaultCore: "scripted" }, { plugins })
+  sandboxExecutor(Either.getOrThrow(decodeConfig({ dataDir: dir }, "test")), { runnerPath, defaultCore: "scripted" }, { plugins }).pipe(Layer.provide(ConversationContext.layerNone))
 
 describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("sandbox executor", () => {
   it.scopedLive("skills: the core tier always, others when the workspace lists them, the workspace's own", () =>
