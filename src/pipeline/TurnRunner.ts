@@ -67,7 +67,11 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
           conversation: conversation.value,
           workspace: workspace.value,
           messages: yield* messages.byIds(started.messageIds),
-          reply: (text) => Effect.suspend(() => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey: `t${turn.id}:${n++}`, kind: "reply", text }])),
+          reply: (text) =>
+            Effect.suspend(() => {
+              const idempotencyKey = `t${turn.id}:${n++}`
+              return Effect.zipRight(feed.replied(idempotencyKey), outbox.record(turn.conversationId, turn.id, [{ idempotencyKey, kind: "reply", text }]))
+            }),
           notice: (key, text) => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey: `t${turn.id}:${key}`, kind: "notice", text }]),
           // Deltas belong to the next reply: they carry the key its delivery will have.
           progress: (event) => Effect.suspend(() => feed.delta(`t${turn.id}:${n}`, event.text))

@@ -14,9 +14,11 @@ export const PROGRESS_CALL_TIMEOUT = Duration.seconds(5)
 export interface ProgressFeed {
   /** Streamed text of the reply that will be delivered with `replyKey`. Never waits on the channel. */
   readonly delta: (replyKey: string, text: string) => Effect.Effect<void>
+  /** The reply with `replyKey` is being recorded: its deltas not yet shown are dropped (the reply supersedes them). */
+  readonly replied: (replyKey: string) => Effect.Effect<void>
 }
 
-export const noProgress: ProgressFeed = { delta: () => Effect.void }
+export const noProgress: ProgressFeed = { delta: () => Effect.void, replied: () => Effect.void }
 
 type ShowsProgress = Channel & { readonly progress: NonNullable<Channel["progress"]> }
 
@@ -36,6 +38,8 @@ export const openFeed = (
     let pending = 0
     let stalled = false
     let ended = false
+    // Bounded by the turn's reply cap.
+    const replied = new Set<string>()
 
     const call = (event: ProgressEvent) =>
       Effect.tryPromise(async () => channel.progress(event)).pipe(
@@ -49,7 +53,7 @@ export const openFeed = (
       while (true) {
         const event = yield* Queue.take(queue)
         if (event.type === "delta") pending--
-        if (event.type === "delta" && stalled) continue
+        if (event.type === "delta" && (stalled || replied.has(event.replyKey))) continue
         yield* call(event)
         if (event.type === "ended") return
       }
@@ -69,6 +73,7 @@ export const openFeed = (
           if (ended || stalled || pending >= PROGRESS_BUFFER || text === "") return Effect.void
           pending++
           return Queue.offer(queue, { ...target, type: "delta", replyKey, text })
-        })
+        }),
+      replied: (replyKey) => Effect.sync(() => void replied.add(replyKey))
     }
   })

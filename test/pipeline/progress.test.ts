@@ -72,8 +72,8 @@ const spin = <A>(check: () => A | undefined) =>
     }
   })
 
-const hostWith = (channel: Channel) =>
-  Layer.build(makeTestHost(config(), { executor: streamingExecutor({ pieces: 3 }), runtimes: [{ plugin: "test", value: binding(channel) }] }))
+const hostWith = (channel: Channel, hold?: () => Promise<void>) =>
+  Layer.build(makeTestHost(config(), { executor: streamingExecutor({ pieces: 3, ...(hold ? { hold } : {}) }), runtimes: [{ plugin: "test", value: binding(channel) }] }))
 
 const say = (text: string, id = `e-${text}`) =>
   Effect.flatMap(Ingest, (i) => i.ingest({ connection: "probe", place: "room", providerEventId: id, sender: "u", text }))
@@ -84,8 +84,14 @@ describe("turn progress", () => {
   it.scopedLive("a streamed turn: started, deltas keyed to the reply they precede, ended; the reply is delivered once and deltas are no rows", () =>
     Effect.gen(function* () {
       const events: Array<ProgressEvent> = []
-      const { channel, sent } = probeChannel((e) => void events.push(e))
-      const ctx = yield* hostWith(channel)
+      // The turn holds its reply until the channel has shown the three deltas.
+      let shown!: () => void
+      const allShown = new Promise<void>((resolve) => (shown = resolve))
+      const { channel, sent } = probeChannel((e) => {
+        events.push(e)
+        if (events.filter((x) => x.type === "delta").length === 3) shown()
+      })
+      const ctx = yield* hostWith(channel, () => allShown)
       yield* say("hello world").pipe(Effect.provide(ctx))
       const settled = yield* awaitSettled(conv, 1).pipe(Effect.provide(ctx))
       yield* until(() => events.find((e) => e.type === "ended"))
@@ -101,6 +107,25 @@ describe("turn progress", () => {
       assert.strictEqual(all.length, 1)
       const outbound = yield* Effect.flatMap(MessageStore, (s) => s.recent(conv, 100)).pipe(Effect.provide(ctx))
       assert.deepStrictEqual(outbound.filter((m) => m.direction === "out").map((m) => m.text), ["echo: hello world"])
+    }))
+
+  it.scopedLive("deltas not yet shown when their reply is recorded are dropped: none reaches the channel after the reply", () =>
+    Effect.gen(function* () {
+      const sentKeys = new Set<string>()
+      const late: Array<string> = []
+      let deltas = 0
+      const { channel, sent } = probeChannel((e) => {
+        if (e.type !== "delta") return
+        deltas++
+        if (sentKeys.has(e.replyKey)) late.push(e.replyKey)
+      })
+      const send = channel.send
+      const ctx = yield* hostWith({ ...channel, send: (d) => (sentKeys.add(d.idempotencyKey), send(d)) })
+      for (let i = 0; i < 20; i++) yield* say(`m${i}`).pipe(Effect.provide(ctx))
+      yield* awaitSettled(conv, 20).pipe(Effect.provide(ctx))
+      assert.strictEqual(sent.length, 20)
+      // Some deltas may be dropped (the executor replies at once); none shows after its own reply.
+      assert.deepStrictEqual(late, [], `${deltas} deltas shown`)
     }))
 
   it.scopedLive("a channel without progress gets only the reply", () =>

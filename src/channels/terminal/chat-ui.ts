@@ -196,7 +196,14 @@ export const startChatUi = (options: ChatUiOptions): ChatUi => {
         }
         endStream()
         render()
-      } else print(`${kind === "notice" ? "notice›" : REPLY_PREFIX.trimEnd()} ${text}`)
+      } else {
+        print(`${kind === "notice" ? "notice›" : REPLY_PREFIX.trimEnd()} ${text}`)
+        // A delta of this reply that comes after it (a lost race) must not open a stream.
+        if (key !== undefined) {
+          streaming = { key, text }
+          endStream()
+        }
+      }
       if (!tty && inputEnded) finish()
     },
     stream: (key, text) => {
