@@ -171,7 +171,7 @@ describe("the progress feed", () => {
         calls.push(e)
         await gate
       })
-      yield* channels.bind(channel)
+      yield* Effect.asVoid(channels.bind(channel))
       const scope = yield* Scope.make()
       const feed = yield* channels.progress(target).pipe(Scope.extend(scope))
       for (let i = 0; i < PROGRESS_BUFFER * 4; i++) yield* feed.delta("t1:0", `d${i} `)
@@ -194,7 +194,7 @@ describe("the progress feed", () => {
         calls.push(e)
         return e.type === "started" ? new Promise<void>(() => undefined) : undefined
       })
-      yield* channels.bind(channel)
+      yield* Effect.asVoid(channels.bind(channel))
       const scope = yield* Scope.make()
       const feed = yield* channels.progress(target).pipe(Scope.extend(scope))
       yield* spin(() => (calls.length === 1 ? true : undefined))
