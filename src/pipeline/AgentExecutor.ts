@@ -31,7 +31,16 @@ export interface TurnInput {
   readonly reply: (text: string) => Effect.Effect<void>
   /** Records a host notice to the conversation (not the agent's words), once per `key` in this turn. */
   readonly notice: (key: string, text: string) => Effect.Effect<void>
+  /**
+   * Shows progress on the conversation's channel (streamed text of the next reply). Best-effort:
+   * never recorded, never blocks or fails the turn, dropped when the channel is slow. The reply
+   * still goes through `reply`, which alone is delivered.
+   */
+  readonly progress: (event: TurnProgress) => Effect.Effect<void>
 }
+
+/** What an executor reports while a turn runs: text of the reply it is writing. */
+export type TurnProgress = { readonly type: "delta"; readonly text: string }
 
 export declare namespace AgentExecutor {
   /** Runs one turn: a sandboxed agent, a delegated session, or a scripted stand-in. */

@@ -1,5 +1,6 @@
-import { Context, Effect, Layer, PubSub, Stream } from "effect"
-import type { Channel } from "./channel-contract.js"
+import { Context, Effect, FiberSet, Layer, PubSub, type Scope, Stream } from "effect"
+import type { Channel, ProgressTarget } from "./channel-contract.js"
+import { noProgress, openFeed, type ProgressFeed, showsProgress } from "./progress.js"
 
 export declare namespace Channels {
   /**
@@ -13,6 +14,11 @@ export declare namespace Channels {
     /** Connection names as they get a channel bound: the outbox resumes their pending deliveries. */
     readonly bound: Stream.Stream<string>
     readonly names: () => ReadonlyArray<string>
+    /**
+     * Opens a turn's progress feed on the channel of its connection (`started` now, `ended` when
+     * the scope closes); a no-op when that channel shows no progress. Never waits on the channel.
+     */
+    readonly progress: (target: ProgressTarget) => Effect.Effect<ProgressFeed, never, Scope.Scope>
   }
 }
 
@@ -20,6 +26,8 @@ export class Channels extends Context.Tag("pynchy/Channels")<Channels, Channels.
   static readonly make = Effect.gen(function* () {
     const byName = new Map<string, Channel>()
     const hub = yield* PubSub.unbounded<string>()
+    // Progress senders outlive their turn (to send `ended`); the host's scope bounds them.
+    const senders = yield* FiberSet.make()
     return Channels.of({
       get: (name) => byName.get(name),
       bind: (channel) => {
@@ -32,9 +40,14 @@ export class Channels extends Context.Tag("pynchy/Channels")<Channels, Channels.
         )
       },
       bound: Stream.fromPubSub(hub),
-      names: () => [...byName.keys()]
+      names: () => [...byName.keys()],
+      progress: (target) =>
+        Effect.suspend(() => {
+          const channel = byName.get(target.connection)
+          return showsProgress(channel) ? openFeed(channel, target, (pump) => FiberSet.run(senders, pump)) : Effect.succeed(noProgress)
+        })
     })
   })
 
-  static readonly layer = Layer.effect(Channels, Channels.make)
+  static readonly layer = Layer.scoped(Channels, Channels.make)
 }

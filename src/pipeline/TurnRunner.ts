@@ -6,6 +6,7 @@ import { TurnStore } from "../db/TurnStore.js"
 import type { ExecutorId, HostEpoch, MessageId } from "../domain/ids.js"
 import type { Turn } from "../domain/turn.js"
 import { AgentExecutor, TurnFailed, type TurnInput } from "./AgentExecutor.js"
+import { Channels } from "./Channels.js"
 import { Outbox } from "./Outbox.js"
 import { Workspaces } from "./Workspaces.js"
 
@@ -51,6 +52,7 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
     const workspaces = yield* Workspaces
     const outbox = yield* Outbox
     const executor = yield* AgentExecutor
+    const channels = yield* Channels
     const contexts = yield* ContextStore
 
     // `/new` is handled here, inside the turn that claimed it: moving the start only goes forward
@@ -77,14 +79,22 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
           return yield* new TurnFailed({ code: "unknown_workspace", reason: `workspace '${conversation.value.workspace}' is not configured`, retryable: false })
         }
         let n = 0
+        const { connection, place } = conversation.value
+        const feed = yield* channels.progress({ conversationId: turn.conversationId, connection, place, turnId: turn.id })
         const input: TurnInput = {
           turn,
           executor: started.executor,
           conversation: conversation.value,
           workspace: workspace.value,
           messages: yield* messages.byIds(started.messageIds),
-          reply: (text) => Effect.suspend(() => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey: `t${turn.id}:${n++}`, kind: "reply", text }])),
-          notice: (key, text) => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey: `t${turn.id}:${key}`, kind: "notice", text }])
+          reply: (text) =>
+            Effect.suspend(() => {
+              const idempotencyKey = `t${turn.id}:${n++}`
+              return Effect.zipRight(feed.replied(idempotencyKey), outbox.record(turn.conversationId, turn.id, [{ idempotencyKey, kind: "reply", text }]))
+            }),
+          notice: (key, text) => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey: `t${turn.id}:${key}`, kind: "notice", text }]),
+          // Deltas belong to the next reply: they carry the key its delivery will have.
+          progress: (event) => Effect.suspend(() => feed.delta(`t${turn.id}:${n}`, event.text))
         }
         return yield* startAfresh(input)
       })
@@ -101,6 +111,8 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
             })
           )
         ),
+        // The progress feed (typing, streamed text) ends with the run.
+        Effect.scoped,
         // A defect in an executor is one failed attempt, not a dead host.
         Effect.catchAllDefect((defect) => new TurnFailed({ code: "executor_defect", reason: Cause.pretty(Cause.die(defect)).split("\n")[0] ?? "defect", retryable: true })),
         Effect.either

@@ -25,7 +25,32 @@ export interface Channel {
   readonly idempotentResends: boolean
   /** Sends; resolves when the platform accepted it. A rejection marks the delivery failed. */
   send(delivery: OutboundDelivery): Promise<void>
+  /**
+   * Optional: shows a turn's progress (typing, streamed text). Called in order per turn, one call
+   * at a time; its outcome is ignored, and a call that hangs stops further deltas of that turn.
+   * A channel without it shows only the deliveries.
+   */
+  progress?(event: ProgressEvent): void | Promise<void>
   /** Optional lifecycle, called by the host in startup order and in reverse on shutdown. */
   start?(): Promise<void>
   close?(): Promise<void>
+}
+
+/**
+ * What a channel may show while a turn runs. Progress is not a delivery: it is never recorded,
+ * never resent, and may be dropped (a slow channel loses deltas, not the reply). The reply itself
+ * still arrives once through `send`.
+ */
+export type ProgressEvent =
+  | (ProgressTarget & { readonly type: "started" })
+  /** Text of the reply being written; `replyKey` is the idempotency key its delivery will carry. */
+  | (ProgressTarget & { readonly type: "delta"; readonly replyKey: string; readonly text: string })
+  | (ProgressTarget & { readonly type: "ended" })
+
+export interface ProgressTarget {
+  readonly conversationId: string
+  readonly connection: string
+  /** The provider place of the conversation (room id, chat id, terminal session). */
+  readonly place: string
+  readonly turnId: number
 }

@@ -56,6 +56,7 @@ export const ChannelSchema = Schema.Struct({
   name: Name,
   idempotentResends: Schema.Boolean,
   send: Fn,
+  progress: Schema.optional(Fn),
   start: Schema.optional(Fn),
   close: Schema.optional(Fn)
 })

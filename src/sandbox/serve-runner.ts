@@ -1,7 +1,7 @@
 /**
  * The host's side of one runner's IPC for the length of its turn: replies become deliveries (up
- * to the per-turn cap), tool calls become host actions under policy, errors are recorded or end
- * the turn. Everything here arrived from the sandbox and was decoded by the IPC schema.
+ * to the per-turn cap), text deltas become progress (best-effort, not recorded), tool calls become
+ * host actions under policy, errors are recorded or end the turn. Everything here arrived from the sandbox and was decoded by the IPC schema.
  */
 import { Effect, Queue, type Scope } from "effect"
 import type { HostActions } from "../actions/HostActions.js"
@@ -35,6 +35,8 @@ export const serveRunner = ({ actions, exited, input, ipc, maxReplies }: ServeRu
       const event = yield* Queue.take(ipc.events)
       switch (event._tag) {
         case "text_delta":
+          // Shown on the channel if it can, never recorded: the reply that follows is what counts.
+          yield* input.progress({ type: "delta", text: event.text })
           break
         case "reply":
           if (++replies > maxReplies) return yield* failed("too_many_replies", `the agent sent more than ${maxReplies} replies in one turn`, false)

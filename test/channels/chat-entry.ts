@@ -18,13 +18,15 @@ import { ConnectionRuntimeSources, type RuntimeEntry } from "../../src/runtimes/
 import { AgentSessions } from "../../src/runtimes/agent-session/AgentSessions.js"
 import { AttachmentStore } from "../../src/runtimes/agent-session/AttachmentStore.js"
 import { layerFromEnv } from "../../src/runtimes/agent-session/loader.js"
+import { holdUntilFile, streamingExecutor } from "../support/streaming.js"
 
 const makeHost = (extra: ReadonlyArray<RuntimeEntry>) =>
   makeStack({
     config: HostConfig.layer,
     plugins: PluginRegistry.layer,
     database: Database.layer,
-    executor: ScriptedExecutor.layerConfig,
+    // PYNCHY_TEST_STREAM_HOLD=<dir>: a streaming executor whose turns wait for a release file there.
+    executor: process.env.PYNCHY_TEST_STREAM_HOLD ? streamingExecutor({ pieces: 4, hold: holdUntilFile(process.env.PYNCHY_TEST_STREAM_HOLD) }) : ScriptedExecutor.layerConfig,
     runtimes: Layer.effect(ConnectionRuntimeSources, Effect.map(PluginRegistry, (r) => [...r.connectionRuntimes.map((c) => ({ plugin: c.plugin, value: c.value })), ...extra])),
     agentSessions: Layer.provideMerge(AgentSessions.layer, Layer.merge(AttachmentStore.layerDatabase, layerFromEnv)),
     rollback: DeployRollback.layerNoop

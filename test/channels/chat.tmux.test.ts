@@ -63,6 +63,38 @@ describe.skipIf(skip)("pynchy chat in a terminal", () => {
   })
 })
 
+describe.skipIf(skip)("pynchy chat streams a reply as it is written", () => {
+  it("streamed text appears before the reply is recorded, and the reply confirms or replaces it: shown once", async () => {
+    const dir = tempDir()
+    fs.writeFileSync(path.join(dir, "pynchy.yaml"), `dataDir: ${dir}\n`)
+    const release = (text: string) => fs.writeFileSync(path.join(dir, `release-${text.replace(/[^A-Za-z0-9]/g, "_")}`), "")
+    const name = `chat-stream-${process.pid}`
+    chatIn(name, dir, { PYNCHY_TEST_STREAM_HOLD: dir })
+    try {
+      await until(name, /^you›\s*$/m)
+      tmux("send-keys", "-t", name, "hello there", "Enter")
+      // The turn is held after its deltas: this text came only from the stream.
+      const streamed = await until(name, /pynchy› echo: hello there\s*$/)
+      assert.notMatch(streamed, /pynchy› echo: hello there\s*\nyou›/)
+      release("hello there")
+      const confirmed = await until(name, /pynchy› echo: hello there\nyou›/)
+      assert.strictEqual(confirmed.match(/echo: hello there/g)?.length, 1)
+
+      // A final reply that differs from the stream replaces the streamed text.
+      tmux("send-keys", "-t", name, "revise me", "Enter")
+      await until(name, /pynchy› echo: revise me\s*$/)
+      release("revise me")
+      const replaced = await until(name, /pynchy› echo: revise me \(revised\)\nyou›/)
+      assert.strictEqual(replaced.match(/echo: revise me/g)?.length, 1)
+      assert.strictEqual(replaced.match(/echo: hello there/g)?.length, 1)
+      tmux("send-keys", "-t", name, "C-c")
+      assert.match(await until(name, /EXITED \d+/), /EXITED 0/)
+    } finally {
+      tmux("kill-session", "-t", name)
+    }
+  })
+})
+
 describe("pynchy chat without a terminal", () => {
   afterAll(killAllHosts)
 

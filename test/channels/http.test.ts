@@ -12,6 +12,7 @@ import { HostStore } from "../../src/db/HostStore.js"
 import { MessageStore } from "../../src/db/MessageStore.js"
 import { ConversationId, MessageId } from "../../src/domain/ids.js"
 import { tempDir } from "../support/db.js"
+import { streamingExecutor } from "../support/streaming.js"
 
 const TOKEN = "test-token-1"
 const TOKEN_B = "test-token-2"
@@ -177,6 +178,43 @@ describe("HTTP API connection", () => {
       assert.isNotNull(data)
       assert.strictEqual(JSON.parse(data![1]!).text, "echo: streamed")
       assert.match(events, /^retry: 1000\n\nid: \d+\n/)
+    }))
+
+  it.scopedLive("a streaming agent: the stream shows its deltas (no id) before the one reply, with the reply's key", () =>
+    Effect.gen(function* () {
+      const runtime = runtimeFor()
+      // The turn holds its reply until the client has seen the three deltas (no race, no timing).
+      let sawDeltas!: () => void
+      const seen = new Promise<void>((resolve) => (sawDeltas = resolve))
+      yield* Layer.build(makeTestHost(config(tempDir()), { executor: streamingExecutor({ pieces: 3, hold: () => seen }), runtimes: [{ plugin: "http", value: runtime }] }))
+      const base = `http://127.0.0.1:${runtime.port()}`
+      const events = yield* Effect.promise(async () => {
+        const abort = new AbortController()
+        const res = await fetch(`${base}/v1/conversations/d/stream`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: abort.signal })
+        await fetch(`${base}/v1/conversations/d/messages`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ text: "in pieces" }) })
+        const reader = res.body!.getReader()
+        let text = ""
+        while (!text.includes("event: reply")) {
+          const { value, done } = await reader.read()
+          if (done) break
+          text += new TextDecoder().decode(value)
+          if ((text.match(/event: delta/g) ?? []).length === 3) sawDeltas()
+        }
+        abort.abort()
+        return text
+      })
+      const blocks = events.split("\n\n").filter((b) => /^event: /m.test(b))
+      const kinds = blocks.map((b) => /^event: (\w+)$/m.exec(b)![1])
+      assert.deepStrictEqual(kinds, ["delta", "delta", "delta", "reply"])
+      const dataOf = (b: string) => JSON.parse(/^data: (.*)$/m.exec(b)![1]!)
+      const deltas = blocks.slice(0, 3).map(dataOf)
+      const reply = dataOf(blocks[3]!)
+      assert.strictEqual(deltas.map((d) => d.text).join(""), "echo: in pieces")
+      assert.isTrue(deltas.every((d) => d.key === reply.key && d.conversationId === "web:d" && typeof d.turnId === "number"))
+      assert.isTrue(blocks.slice(0, 3).every((b) => !/^id: /m.test(b)), "deltas carry no id: Last-Event-ID resumes replies only")
+      assert.strictEqual(reply.text, "echo: in pieces")
+      const listed = yield* awaitReplies(base, "d", 1)
+      assert.deepStrictEqual(listed.map((r) => r.text), ["echo: in pieces"])
     }))
 
   it.scopedLive("bad input gets a 400 naming the field; a place without a route a 404", () =>

@@ -17,6 +17,7 @@ import { ConnectionName, ConversationId } from "../../src/domain/ids.js"
 import { Channels } from "../../src/pipeline/Channels.js"
 import { tempDir } from "../support/db.js"
 import { eventually, type MatrixUser, skipWithoutSynapse, startSynapse, type Synapse } from "../support/synapse.js"
+import { streamingExecutor } from "../support/streaming.js"
 import { killAllHosts, killHard, query, startHost, stopHost } from "./host-process.js"
 
 const skip = skipWithoutSynapse()
@@ -59,7 +60,44 @@ const roomWithBot = async (who: MatrixUser = bot) => {
 const echoesOf = (messages: ReadonlyArray<{ sender: string; body: string }>, text: string, who: MatrixUser = bot) =>
   messages.filter((m) => m.sender === who.userId && m.body === `echo: ${text}`).length
 
+/** Who is typing in a room, as `who` sees it: follows `m.typing` events through incremental syncs. */
+const typingWatch = async (who: MatrixUser, room: string) => {
+  const filter = JSON.stringify({ presence: { types: [] }, account_data: { types: [] }, room: { rooms: [room], timeline: { limit: 1 }, state: { types: [] }, ephemeral: { types: ["m.typing"] } } })
+  const sync = async (since?: string) => {
+    const q = new URLSearchParams({ filter, timeout: since ? "1000" : "0", ...(since ? { since } : {}) })
+    const res = await fetch(`${who.baseUrl}/_matrix/client/v3/sync?${q}`, { headers: { authorization: `Bearer ${who.accessToken}` } })
+    return (await res.json()) as { next_batch: string; rooms?: { join?: Record<string, { ephemeral?: { events?: Array<{ type: string; content: { user_ids?: Array<string> } }> } }> } }
+  }
+  let since = (await sync()).next_batch
+  let typing: Array<string> = []
+  /** The typing users after the next sync. */
+  return async () => {
+    const body = await sync(since)
+    since = body.next_batch
+    for (const e of body.rooms?.join?.[room]?.ephemeral?.events ?? []) if (e.type === "m.typing") typing = e.content.user_ids ?? []
+    return typing
+  }
+}
+
 describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
+  it.scopedLive("the bot is typing in the room while a turn runs and stops when it ends; the reply arrives once", () =>
+    Effect.gen(function* () {
+      let release!: () => void
+      const held = new Promise<void>((resolve) => (release = resolve))
+      const runtime = makeMatrixRuntime({ name: "mx", settings: settings(), dataDir: tempDir() })
+      yield* Layer.build(makeTestHost(hostConfig(tempDir()), { executor: streamingExecutor({ hold: () => held }), runtimes: [{ plugin: "matrix", value: runtime }] }))
+      const room = yield* Effect.promise(() => roomWithBot())
+      const typingIn = yield* Effect.promise(() => typingWatch(alice, room))
+      yield* Effect.promise(() => alice.send(room, "think first"))
+      // The turn is held: the bot shows as typing until it ends.
+      yield* Effect.promise(() => eventually(async () => ((await typingIn()).includes(bot.userId) ? true : undefined)))
+      release()
+      yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === "echo: think first"))
+      yield* Effect.promise(() => eventually(async () => ((await typingIn()).length === 0 ? true : undefined)))
+      const all = yield* Effect.promise(() => alice.messages(room))
+      assert.strictEqual(all.filter((m) => m.body === "echo: think first").length, 1)
+    }))
+
   it.scopedLive("a message in a room gets the agent's reply in the room; the since token is the durable cursor", () =>
     Effect.gen(function* () {
       const runtime = makeMatrixRuntime({ name: "mx", settings: settings(), dataDir: tempDir() })

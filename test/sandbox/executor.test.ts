@@ -31,7 +31,8 @@ const inputFor = (executor: ExecutorId, workspace: Workspace, texts: ReadonlyArr
     workspace,
     messages: texts.map((text, i) => Message.make({ id: MessageId.make(i + 1), conversationId, direction: "in", sender: "u", text, metadata: {}, createdAt: 0, handledBy: null })),
     reply: (text) => Effect.sync(() => void replies.push(text)),
-    notice: (_key, text) => Effect.sync(() => void replies.push(`(notice) ${text}`))
+    notice: (_key, text) => Effect.sync(() => void replies.push(`(notice) ${text}`)),
+    progress: () => Effect.void
   }
 }
 

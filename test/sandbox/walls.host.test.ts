@@ -32,7 +32,8 @@ const inputFor = (executor: ExecutorId, replies: Array<string>): TurnInput => {
     workspace,
     messages: [Message.make({ id: MessageId.make(1), conversationId, direction: "in", sender: "u", text: "hi", metadata: {}, createdAt: 0, handledBy: null })],
     reply: (text) => Effect.sync(() => void replies.push(text)),
-    notice: (_key, text) => Effect.sync(() => void replies.push(`(notice) ${text}`))
+    notice: (_key, text) => Effect.sync(() => void replies.push(`(notice) ${text}`)),
+    progress: () => Effect.void
   }
 }
 

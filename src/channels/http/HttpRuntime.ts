@@ -8,6 +8,7 @@
  *        -> 409 {error: "idempotency_key_reused"} when this token used the key in this place for another body
  *   GET  /v1/conversations/{place}/replies?after=<id>  -> 200 {replies: [{id, key, kind, text, at}]}
  *   GET  /v1/conversations/{place}/stream             -> text/event-stream, `event: reply`
+ *        (with an id), and `event: delta` (streamed text of the reply to come; no id, not replayed)
  *
  * Every request needs `Authorization: Bearer <token>` whose SHA-256 is configured (401, no detail,
  * otherwise). Bad input gets 400 `{error: "invalid_request", problems: [{path, reason}]}`.
@@ -32,6 +33,8 @@ const PostBody = Schema.Struct({
 const decodeBody = Schema.decodeUnknownEither(PostBody)
 const ROUTE = /^\/v1\/conversations\/([^/]+)\/(messages|replies|stream)$/
 const HEARTBEAT_MS = 15_000
+/** A stream whose client reads slower than this much buffered output loses deltas (never replies). */
+const DELTA_BACKLOG_BYTES = 1 << 20
 
 interface Problem {
   readonly path: string
@@ -171,10 +174,14 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
     res.write("retry: 1000\n\n")
     for (const r of replies.after(place, after)) write(r)
     const unsubscribe = replies.subscribe(place, write)
+    const unsubscribeDeltas = replies.subscribeDeltas(place, (d) => {
+      if (res.writableLength < DELTA_BACKLOG_BYTES) res.write(`event: delta\ndata: ${JSON.stringify(d)}\n\n`)
+    })
     const heartbeat = setInterval(() => res.write(": ping\n\n"), HEARTBEAT_MS)
     res.on("close", () => {
       clearInterval(heartbeat)
       unsubscribe()
+      unsubscribeDeltas()
     })
   }
 
@@ -187,7 +194,8 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
       if (!listening) return Promise.reject(new Error(`http connection '${name}' is closed`))
       replies.add(delivery)
       return Promise.resolve()
-    }
+    },
+    progress: (event) => replies.progress(event)
   }
 
   return {

@@ -2,8 +2,9 @@
  * The HTTP channel's outbound side: replies kept in memory per place (bounded), with ids that
  * grow across restarts (seeded from the clock), and live subscribers for the SSE stream. The
  * durable record of every reply is the host's deliveries table; this buffer only serves reads.
+ * Streamed text (deltas) is passed to live subscribers only: never kept, never replayed.
  */
-import type { OutboundDelivery } from "../../pipeline/channel-contract.js"
+import type { OutboundDelivery, ProgressEvent } from "../../pipeline/channel-contract.js"
 
 export interface Reply {
   readonly id: number
@@ -16,11 +17,21 @@ export interface Reply {
 
 type Listener = (reply: Reply) => void
 
+/** Streamed text of the reply that will arrive with `key` (the `event: delta` of the stream). */
+export interface Delta {
+  readonly conversationId: string
+  readonly turnId: number
+  readonly key: string
+  readonly text: string
+}
+type DeltaListener = (delta: Delta) => void
+
 export class ReplyBuffer {
   private seq = Date.now() * 1_000
   private readonly byPlace = new Map<string, Array<Reply>>()
   private readonly keys = new Map<string, Set<string>>()
   private readonly listeners = new Map<string, Set<Listener>>()
+  private readonly deltaListeners = new Map<string, Set<DeltaListener>>()
 
   constructor(private readonly keep: number) {}
 
@@ -44,12 +55,29 @@ export class ReplyBuffer {
 
   /** Listens for new replies of a place; returns the unsubscribe. */
   subscribe(place: string, listener: Listener): () => void {
-    const set = this.listeners.get(place) ?? new Set<Listener>()
-    set.add(listener)
-    this.listeners.set(place, set)
-    return () => {
-      set.delete(listener)
-      if (set.size === 0) this.listeners.delete(place)
-    }
+    return listen(this.listeners, place, listener)
+  }
+
+  /** Hands a turn's streamed text to the live listeners of its place (nobody listening: dropped). */
+  progress(event: ProgressEvent): void {
+    // A delta that lost the race with its own reply is stale: the reply said it all.
+    if (event.type !== "delta" || this.keys.get(event.place)?.has(event.replyKey) === true) return
+    const delta: Delta = { conversationId: event.conversationId, turnId: event.turnId, key: event.replyKey, text: event.text }
+    for (const l of this.deltaListeners.get(event.place) ?? []) l(delta)
+  }
+
+  /** Listens for streamed text of a place; returns the unsubscribe. */
+  subscribeDeltas(place: string, listener: DeltaListener): () => void {
+    return listen(this.deltaListeners, place, listener)
+  }
+}
+
+const listen = <L>(byPlace: Map<string, Set<L>>, place: string, listener: L): () => void => {
+  const set = byPlace.get(place) ?? new Set<L>()
+  set.add(listener)
+  byPlace.set(place, set)
+  return () => {
+    set.delete(listener)
+    if (set.size === 0) byPlace.delete(place)
   }
 }

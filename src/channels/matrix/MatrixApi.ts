@@ -1,6 +1,6 @@
 /**
  * The few Matrix Client-Server API calls the connection runtime needs, over the platform
- * HttpClient: login, whoami, /sync, join, /messages and send. Responses are decoded with Schema;
+ * HttpClient: login, whoami, /sync, join, /messages, send and typing. Responses are decoded with Schema;
  * failures are `MatrixApiError` with the operation and the HTTP status (never a token or a body).
  */
 import * as HttpClient from "@effect/platform/HttpClient"
@@ -79,6 +79,8 @@ export interface MatrixApi {
   /** One page of a room's events going back from `from`, stopping at `to`. */
   readonly messagesBack: (token: string, roomId: string, from: string, to: string) => Effect.Effect<typeof MessagesResponse.Type, MatrixApiError>
   readonly send: (token: string, roomId: string, txnId: string, content: Record<string, unknown>) => Effect.Effect<string, MatrixApiError>
+  /** The typing notice of `userId` in a room: on for `timeout`, or off. */
+  readonly typing: (token: string, roomId: string, userId: string, typing: boolean, timeout: Duration.Duration) => Effect.Effect<void, MatrixApiError>
 }
 
 const room = (id: string) => encodeURIComponent(id)
@@ -132,6 +134,10 @@ export const make = (homeserver: string): Effect.Effect<MatrixApi, never, HttpCl
       send: (token, roomId, txnId, content) =>
         run("send", authed(HttpClientRequest.put(`${base}/_matrix/client/v3/rooms/${room(roomId)}/send/m.room.message/${encodeURIComponent(txnId)}`), token).pipe(
           HttpClientRequest.bodyUnsafeJson(content)
-        ), EventIdResponse).pipe(Effect.map((r) => r.event_id))
+        ), EventIdResponse).pipe(Effect.map((r) => r.event_id)),
+      typing: (token, roomId, userId, typing, timeout) =>
+        run("typing", authed(HttpClientRequest.put(`${base}/_matrix/client/v3/rooms/${room(roomId)}/typing/${encodeURIComponent(userId)}`), token).pipe(
+          HttpClientRequest.bodyUnsafeJson(typing ? { typing: true, timeout: Duration.toMillis(timeout) } : { typing: false })
+        ), Schema.Unknown).pipe(Effect.asVoid)
     }
   })

@@ -9,12 +9,15 @@
  *   /messages down to the previous token, so a long outage loses nothing.
  * - Replies go out with `PUT .../send/m.room.message/{txnId}`, the txn id derived from the
  *   delivery's idempotency key: a resend after a crash is deduplicated by the homeserver.
+ * - While a turn of a room runs, the bot shows as typing there (renewed; off when the turn ends).
+ *   Typing is progress, not a delivery: a failed typing call is ignored.
  * - isReady is true after a successful sync and false from a failed one until the next success.
  *
  * The first start of a connection (no cursor yet) begins from "now": history is not answered.
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { Duration, Effect, Either, Fiber, ManagedRuntime, Schedule, Schema } from "effect"
+import type { ProgressEvent } from "../../pipeline/channel-contract.js"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
@@ -36,6 +39,9 @@ export class MatrixRuntimeError extends Schema.TaggedError<MatrixRuntimeError>()
 export const SYNC_STREAM = "sync"
 const TEXT_TYPES = new Set(["m.text", "m.emote"])
 const MAX_BACKFILL_PAGES = 50
+/** A typing notice lasts this long on the homeserver; it is renewed before it runs out while the turn runs. */
+export const TYPING_TIMEOUT = Duration.seconds(30)
+const TYPING_RENEW = Duration.seconds(20)
 
 /** The homeserver's transaction id for a delivery: stable across resends and restarts. */
 export const txnIdOf = (delivery: Pick<OutboundDelivery, "conversationId" | "idempotencyKey">): string =>
@@ -60,6 +66,8 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): ConnectionRunt
   const { name, settings } = options
   let runtime: ManagedRuntime.ManagedRuntime<import("@effect/platform").HttpClient.HttpClient, never> | undefined
   let loop: Fiber.RuntimeFiber<unknown, unknown> | undefined
+  // One renewing typing fiber per room with a running turn (turns of a room run one at a time).
+  const typingIn = new Map<string, Fiber.RuntimeFiber<unknown, unknown>>()
   let ready = false
   let closed = false
   const fail = (operation: string) => (e: unknown) =>
@@ -102,11 +110,23 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): ConnectionRunt
           }),
           Effect.mapError(fail("send"))
         )
+      const typing = (on: boolean, roomId: string) => api.typing(token, roomId, userId, on, TYPING_TIMEOUT).pipe(Effect.ignore)
+      const progress = (event: ProgressEvent) =>
+        Effect.gen(function* () {
+          if (event.type === "delta") return
+          const previous = typingIn.get(event.place)
+          typingIn.delete(event.place)
+          if (previous !== undefined) yield* Fiber.interrupt(previous)
+          if (event.type === "started") {
+            typingIn.set(event.place, yield* Effect.forkDaemon(typing(true, event.place).pipe(Effect.repeat(Schedule.spaced(TYPING_RENEW)))))
+          } else yield* typing(false, event.place)
+        })
       const channel: Channel = {
         name,
         idempotentResends: true,
         send: (delivery) =>
-          closed || runtime === undefined ? Promise.reject(new Error(`matrix connection '${name}' is closed`)) : runtime.runPromise(send(delivery)).then(() => undefined)
+          closed || runtime === undefined ? Promise.reject(new Error(`matrix connection '${name}' is closed`)) : runtime.runPromise(send(delivery)).then(() => undefined),
+        progress: (event) => (closed || runtime === undefined ? undefined : runtime.runPromise(progress(event)))
       }
       context.channels.bind(channel)
 
@@ -213,6 +233,9 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): ConnectionRunt
       if (r === undefined) return
       // Interrupting the loop aborts the in-flight /sync request.
       if (f !== undefined) await r.runPromise(Fiber.interrupt(f))
+      const typers = [...typingIn.values()]
+      typingIn.clear()
+      await r.runPromise(Fiber.interruptAll(typers))
       await r.dispose()
     },
     isReady: () => ready && !closed && loop !== undefined

@@ -1,7 +1,8 @@
 /**
  * The terminal as a connection runtime of an embedded host (`pynchy chat`): typed lines are
  * ingested durably into conversation `terminal:<session>`, and the channel it binds for the
- * `terminal` connection prints the replies of that session in the chat.
+ * `terminal` connection prints the replies of that session in the chat, streamed as they are
+ * written when the agent streams.
  */
 import { randomUUID } from "node:crypto"
 import type { Channel } from "../../pipeline/channel-contract.js"
@@ -36,8 +37,12 @@ export const makeTerminalRuntime = (options: TerminalRuntimeOptions): Connection
         // Printing twice is harmless next to losing a reply.
         idempotentResends: true,
         send: async (delivery) => {
-          if (delivery.place === options.session) opened.reply(delivery.text, delivery.kind)
+          if (delivery.place === options.session) opened.reply(delivery.text, delivery.kind, delivery.idempotencyKey)
           else opened.info(`[${delivery.place}] ${delivery.text}`)
+        },
+        // Streamed text of this session's reply; its delivery (above) confirms it once.
+        progress: (event) => {
+          if (event.type === "delta" && event.place === options.session) opened.stream(event.replyKey, event.text)
         }
       }
       context.channels.bind(channel)

@@ -1,6 +1,8 @@
 /**
  * The terminal conversation: a prompt with history, replies printed as they arrive (without
- * losing what is being typed), a visible status while the agent works, and a clean Ctrl-C.
+ * losing what is being typed) and, in a terminal, as they are written (streamed text on the
+ * current line, confirmed or replaced by the final reply), a visible status while the agent
+ * works, and a clean Ctrl-C.
  * Without a TTY it reads lines from stdin and, at its end, waits for the answer to the last one.
  */
 import * as fs from "node:fs"
@@ -20,8 +22,13 @@ export interface ChatUiOptions {
 }
 
 export interface ChatUi {
-  /** Shows a reply (or a notice) from the assistant. */
-  readonly reply: (text: string, kind?: "reply" | "notice") => void
+  /**
+   * Shows a reply (or a notice) from the assistant. A reply whose `key` was streamed replaces the
+   * streamed text (or just ends its line when they are the same): the text is shown once.
+   */
+  readonly reply: (text: string, kind?: "reply" | "notice", key?: string) => void
+  /** Appends streamed text of the reply that will arrive with `key` (terminals only; otherwise ignored). */
+  readonly stream: (key: string, text: string) => void
   /** Shows a line of status (connection lost, ...), not a reply. */
   readonly info: (text: string) => void
   /** Resolves when the user leaves (Ctrl-C, Ctrl-D, /exit) or, without a TTY, when input ended and was answered. */
@@ -30,6 +37,9 @@ export interface ChatUi {
 }
 
 const HISTORY_KEEP = 500
+const REPLY_PREFIX = "pynchy› "
+/** Keys of streams already ended, so a late delta does not open a new line. */
+const ENDED_KEEP = 100
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
 
 const loadHistory = (file: string | undefined): Array<string> => {
@@ -74,6 +84,20 @@ export const startChatUi = (options: ChatUiOptions): ChatUi => {
   let spinner: NodeJS.Timeout | undefined
   let frame = 0
   const write = (s: string) => void out.write(s)
+  /** The reply being streamed on the current line (the prompt is hidden meanwhile). */
+  let streaming: { key: string; text: string } | undefined
+  const ended = new Set<string>()
+  const endStream = () => {
+    if (streaming === undefined) return
+    ended.add(streaming.key)
+    if (ended.size > ENDED_KEEP) ended.delete(ended.values().next().value!)
+    streaming = undefined
+  }
+  /** Rows the streamed text takes on screen, so it can be replaced. */
+  const streamedRows = (text: string) => {
+    const columns = (out as { columns?: number }).columns ?? 80
+    return (REPLY_PREFIX + text).split("\n").reduce((rows, line) => rows + Math.max(1, Math.ceil(line.length / columns)), 0)
+  }
 
   const clearLine = () => {
     readline.clearLine(out, 0)
@@ -81,7 +105,7 @@ export const startChatUi = (options: ChatUiOptions): ChatUi => {
   }
   /** The prompt carries the status: a spinner while the agent works. */
   const render = () => {
-    if (!tty || closed) return
+    if (!tty || closed || streaming !== undefined) return
     rl.setPrompt(spinner !== undefined ? `\x1b[2m${SPINNER[frame % SPINNER.length]} working…\x1b[0m you› ` : "you› ")
     clearLine()
     rl.prompt(true)
@@ -104,6 +128,11 @@ export const startChatUi = (options: ChatUiOptions): ChatUi => {
   const print = (line: string) => {
     if (closed) return
     if (!tty) return write(line + "\n")
+    if (streaming !== undefined) {
+      // Something else arrives mid-stream: the partial text stays as it is, on its own line.
+      write("\n")
+      endStream()
+    }
     clearLine()
     write(line + "\n")
     render()
@@ -152,12 +181,46 @@ export const startChatUi = (options: ChatUiOptions): ChatUi => {
   }
 
   return {
-    reply: (text, kind = "reply") => {
+    reply: (text, kind = "reply", key) => {
       waiting = 0
       if (spinner !== undefined) clearInterval(spinner)
       spinner = undefined
-      print(`${kind === "notice" ? "notice›" : "pynchy›"} ${text}`)
+      if (tty && !closed && streaming !== undefined && key === streaming.key) {
+        if (text === streaming.text) write("\n")
+        else {
+          // Replace what was streamed by the final text (what the model wrote may differ from it).
+          readline.moveCursor(out, 0, 1 - streamedRows(streaming.text))
+          readline.cursorTo(out, 0)
+          readline.clearScreenDown(out)
+          write(REPLY_PREFIX + text + "\n")
+        }
+        endStream()
+        render()
+      } else {
+        print(`${kind === "notice" ? "notice›" : REPLY_PREFIX.trimEnd()} ${text}`)
+        // A delta of this reply that comes after it (a lost race) must not open a stream.
+        if (key !== undefined) {
+          streaming = { key, text }
+          endStream()
+        }
+      }
       if (!tty && inputEnded) finish()
+    },
+    stream: (key, text) => {
+      if (!tty || closed || text === "" || ended.has(key)) return
+      if (streaming?.key !== key) {
+        if (streaming !== undefined) {
+          write("\n")
+          endStream()
+        }
+        if (spinner !== undefined) clearInterval(spinner)
+        spinner = undefined
+        clearLine()
+        write(REPLY_PREFIX)
+        streaming = { key, text: "" }
+      }
+      streaming.text += text
+      write(text)
     },
     info: (text) => print(`· ${text}`),
     done,
