@@ -11,15 +11,14 @@ import * as path from "node:path"
 import * as Database from "../../src/db/Database.js"
 import * as Stores from "../../src/db/Stores.js"
 import { MessageStore } from "../../src/db/MessageStore.js"
-import { ConversationId, ExecutorId, MessageId, TurnId, WorkspaceId } from "../../src/domain/ids.js"
-import { Message } from "../../src/domain/message.js"
-import { Turn } from "../../src/domain/turn.js"
-import { Conversation, MemorySettings, Workspace } from "../../src/domain/workspace.js"
+import { ConversationId, ExecutorId, WorkspaceId } from "../../src/domain/ids.js"
+import { MemorySettings, Workspace } from "../../src/domain/workspace.js"
 import { Gateway } from "../../src/gateway/Gateway.js"
 import type { TurnInput } from "../../src/pipeline/AgentExecutor.js"
 import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
 import { median, percentile } from "./stats.js"
 import type { Row } from "./types.js"
+import { turnInput } from "../../test/support/turn-input.js"
 
 const EXCHANGES = 50_000
 const RUNS = 300
@@ -29,18 +28,14 @@ const progress = (s: string) => process.stderr.write(`[memory] ${s}\n`)
 // Never reached: the figures below are taken where no summary is due.
 const noGateway = Layer.succeed(Gateway, { socketPath: null, url: null } as unknown as Gateway.Service)
 
-const inputFor = (turnId: number, messageId: number, memory: { historyTokens?: number; summaryTokens?: number }): TurnInput => {
-  const workspace = Workspace.make({ id: WorkspaceId.make("main"), memory: MemorySettings.make(memory) })
-  return {
-    turn: Turn.make({ id: TurnId.make(turnId), conversationId: conv, status: "running", attempts: 1, owner: null, notBefore: 0, error: null, createdAt: 0, updatedAt: 0 }),
+const inputFor = (turnId: number, messageId: number, memory: { historyTokens?: number; summaryTokens?: number }): TurnInput =>
+  turnInput({
     executor: ExecutorId.make("sandbox:000000000000"),
-    conversation: Conversation.make({ id: conv, connection: "bench" as any, place: "room", workspace: workspace.id, createdAt: 0 }),
-    workspace,
-    messages: [Message.make({ id: MessageId.make(messageId), conversationId: conv, direction: "in", sender: "u", text: "and now?", metadata: {}, createdAt: 0, handledBy: null })],
-    reply: () => Effect.void,
-    notice: () => Effect.void
-  }
-}
+    workspace: Workspace.make({ id: WorkspaceId.make("main"), memory: MemorySettings.make(memory) }),
+    messages: [{ id: messageId, text: "and now?", sender: "u" }],
+    turnId,
+    conversationId: conv
+  })
 
 export default async (): Promise<Array<Row>> => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-memory-bench-"))

@@ -1,6 +1,6 @@
 /**
  * A turn's context: the conversation's summary and recent history, within the workspace's
- * budgets (docs/memory.md). History is read newest first, a page at a time, until the budget
+ * budgets (docs/agent.md). History is read newest first, a page at a time, until the budget
  * is spent; what no longer fits is summarized once into a durable row that later turns reuse.
  */
 import { Context, Effect, Layer, Option } from "effect"

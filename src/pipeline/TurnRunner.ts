@@ -33,7 +33,7 @@ export interface StartedTurn {
 /** Durable retries: the not-before time is stored, so a restart keeps the backoff. */
 export const retryDelayMs = (baseMs: number, attempt: number): number => Math.min(baseMs * 2 ** Math.max(0, attempt - 1), 10 * 60_000)
 
-/** A message that is exactly this starts a new context for its conversation (docs/memory.md). */
+/** A message that is exactly this starts a new context for its conversation (docs/agent.md). */
 export const NEW_CONTEXT_COMMAND = "/new"
 export const NEW_CONTEXT_NOTICE = "Started a new conversation: earlier messages will not be sent again."
 

@@ -3,14 +3,13 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import * as Database from "../../src/db/Database.js"
 import * as Stores from "../../src/db/Stores.js"
-import { ConversationId, ExecutorId, MessageId, TurnId, WorkspaceId } from "../../src/domain/ids.js"
-import { Message } from "../../src/domain/message.js"
-import { Turn } from "../../src/domain/turn.js"
-import { Conversation, MemorySettings, Workspace } from "../../src/domain/workspace.js"
+import { ConversationId, ExecutorId, WorkspaceId } from "../../src/domain/ids.js"
+import { MemorySettings, Workspace } from "../../src/domain/workspace.js"
 import { Gateway } from "../../src/gateway/Gateway.js"
 import type { TurnInput } from "../../src/pipeline/AgentExecutor.js"
 import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
 import { provider, startGateway } from "../gateway/support.js"
+import { turnInput } from "../support/turn-input.js"
 
 export const conv = ConversationId.make("test:room")
 
@@ -57,18 +56,8 @@ export const seeder = Effect.gen(function* () {
   return { sql, turn, user, delivery, exchange, next }
 }).pipe(Effect.orDie)
 
-export const inputFor = (turnId: number, messages: ReadonlyArray<{ id: number; text: string; sender: string }>, memory: { readonly historyTokens?: number; readonly summaryTokens?: number } = {}): TurnInput => {
-  const workspace = Workspace.make({ id: WorkspaceId.make("main"), memory: MemorySettings.make(memory) })
-  return {
-    turn: Turn.make({ id: TurnId.make(turnId), conversationId: conv, status: "running", attempts: 1, owner: null, notBefore: 0, error: null, createdAt: 0, updatedAt: 0 }),
-    executor: ExecutorId.make("sandbox:000000000000"),
-    conversation: Conversation.make({ id: conv, connection: "test" as any, place: "room", workspace: workspace.id, createdAt: 0 }),
-    workspace,
-    messages: messages.map((m) => Message.make({ id: MessageId.make(m.id), conversationId: conv, direction: "in", sender: m.sender, text: m.text, metadata: {}, createdAt: 0, handledBy: null })),
-    reply: () => Effect.void,
-    notice: () => Effect.void
-  }
-}
+export const inputFor = (turnId: number, messages: ReadonlyArray<{ id: number; text: string; sender: string }>, memory: { readonly historyTokens?: number; readonly summaryTokens?: number } = {}): TurnInput =>
+  turnInput({ executor: ExecutorId.make("sandbox:000000000000"), workspace: Workspace.make({ id: WorkspaceId.make("main"), memory: MemorySettings.make(memory) }), messages, turnId, conversationId: conv })
 
 /** What the upstream answers to a summary request: a short fixed summary naming how many lines it read. */
 export const summaryAnswer = (body: any) => {

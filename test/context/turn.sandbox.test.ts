@@ -33,9 +33,6 @@ const msg = (id: string, text: string) => ({ connection: "test", place: "room", 
 
 const specOf = (dir: string, executor: string) => JSON.parse(fs.readFileSync(path.join(dir, "sandboxes", executor.slice("sandbox:".length), "turn.json"), "utf8"))
 
-/** Whether the runner's LLM cores put the spec's history into their requests (written in parallel with the host side). */
-const runnerMapsHistory = ["openai.ts", "anthropic.ts"].every((f) => /\bhistory\b/.test(fs.readFileSync(path.join("src/agent/cores", f), "utf8")))
-
 describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("memory through a sandbox", () => {
   it.scopedLive("the second turn's spec holds the first exchange: the user's text and the delivered reply", () =>
     Effect.gen(function* () {
@@ -57,9 +54,8 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("memory thro
       assert.deepStrictEqual(spec.messages.map((m: { text: string }) => m.text), ["what is my name?"])
     }))
 
-  it.scopedLive("through the gateway: the second request to the upstream holds the earlier exchange", (t) =>
+  it.scopedLive("through the gateway: the second request to the upstream holds the earlier exchange", () =>
     Effect.gen(function* () {
-      if (!runnerMapsHistory) return t.skip("the runner's LLM cores do not map the spec's history into their requests yet")
       const upstream = yield* scriptedUpstream((hit, res, n) => {
         const answer = n === 1 ? "Nice to meet you, Zed." : `You said: ${JSON.stringify(hit.body.messages)}`
         json(res, 200, JSON.stringify({

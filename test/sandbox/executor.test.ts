@@ -4,16 +4,15 @@ import { Effect, Either, Fiber, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { decodeConfig } from "../../src/config/HostConfig.js"
-import { ConversationId, ExecutorId, MessageId, TurnId, WorkspaceId } from "../../src/domain/ids.js"
-import { Message } from "../../src/domain/message.js"
-import { Turn } from "../../src/domain/turn.js"
-import { Conversation, Workspace } from "../../src/domain/workspace.js"
+import { ConversationId, ExecutorId, WorkspaceId } from "../../src/domain/ids.js"
+import { Workspace } from "../../src/domain/workspace.js"
 import { AgentExecutor, ExecutorLiveness, type TurnInput } from "../../src/pipeline/AgentExecutor.js"
 import type { BuiltinPlugin } from "../../src/plugins/builtin.js"
 import { tempDir } from "../support/db.js"
 import { skipWithout } from "../support/system.js"
 import { runnerBundle, sandboxExecutor } from "./support.js"
 import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
+import { turnInput } from "../support/turn-input.js"
 
 const skillFolder = (root: string, name: string, tier: string) => {
   const dir = path.join(root, name)
@@ -22,19 +21,8 @@ const skillFolder = (root: string, name: string, tier: string) => {
   return dir
 }
 
-const inputFor = (executor: ExecutorId, workspace: Workspace, texts: ReadonlyArray<string>, replies: Array<string>): TurnInput => {
-  const conversationId = ConversationId.make("test:room")
-  return {
-    turn: Turn.make({ id: TurnId.make(1), conversationId, status: "running", attempts: 1, owner: null, notBefore: 0, error: null, createdAt: 0, updatedAt: 0 }),
-    executor,
-    conversation: Conversation.make({ id: conversationId, connection: "test" as any, place: "room", workspace: workspace.id, createdAt: 0 }),
-    workspace,
-    messages: texts.map((text, i) => Message.make({ id: MessageId.make(i + 1), conversationId, direction: "in", sender: "u", text, metadata: {}, createdAt: 0, handledBy: null })),
-    reply: (text) => Effect.sync(() => void replies.push(text)),
-    notice: (_key, text) => Effect.sync(() => void replies.push(`(notice) ${text}`)),
-    progress: () => Effect.void
-  }
-}
+const inputFor = (executor: ExecutorId, workspace: Workspace, texts: ReadonlyArray<string>, replies: Array<string>): TurnInput =>
+  turnInput({ executor, workspace, messages: texts, replies })
 
 const executorFor = (dir: string, runnerPath: string, plugins: ReadonlyArray<BuiltinPlugin> = []) =>
   sandboxExecutor(Either.getOrThrow(decodeConfig({ dataDir: dir }, "test")), { runnerPath, defaultCore: "scripted" }, { plugins }).pipe(Layer.provide(ConversationContext.layerNone))

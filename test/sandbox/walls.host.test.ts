@@ -10,32 +10,19 @@ import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { decodeConfig } from "../../src/config/HostConfig.js"
-import { ConversationId, type ExecutorId, MessageId, TurnId, WorkspaceId } from "../../src/domain/ids.js"
-import { Message } from "../../src/domain/message.js"
-import { Turn } from "../../src/domain/turn.js"
-import { Conversation, Workspace } from "../../src/domain/workspace.js"
+import { ConversationId, type ExecutorId, WorkspaceId } from "../../src/domain/ids.js"
+import { Workspace } from "../../src/domain/workspace.js"
 import { AgentExecutor, ExecutorLiveness, type TurnInput } from "../../src/pipeline/AgentExecutor.js"
 import { processId } from "../../src/sandbox/runtimes/procinfo.js"
 import { tempDir } from "../support/db.js"
 import { skipWithout } from "../support/system.js"
+import { turnInput } from "../support/turn-input.js"
 import { probeScript, runnerBundle, sandboxExecutor } from "./support.js"
 import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
 
 const workspace = Workspace.make({ id: WorkspaceId.make("main") })
 
-const inputFor = (executor: ExecutorId, replies: Array<string>): TurnInput => {
-  const conversationId = ConversationId.make("test:room")
-  return {
-    turn: Turn.make({ id: TurnId.make(1), conversationId, status: "running", attempts: 1, owner: null, notBefore: 0, error: null, createdAt: 0, updatedAt: 0 }),
-    executor,
-    conversation: Conversation.make({ id: conversationId, connection: "test" as any, place: "room", workspace: workspace.id, createdAt: 0 }),
-    workspace,
-    messages: [Message.make({ id: MessageId.make(1), conversationId, direction: "in", sender: "u", text: "hi", metadata: {}, createdAt: 0, handledBy: null })],
-    reply: (text) => Effect.sync(() => void replies.push(text)),
-    notice: (_key, text) => Effect.sync(() => void replies.push(`(notice) ${text}`)),
-    progress: () => Effect.void
-  }
-}
+const inputFor = (executor: ExecutorId, replies: Array<string>): TurnInput => turnInput({ executor, workspace, messages: ["hi"], replies })
 
 /** A runner that connects to the host, runs `attack` (plain ESM with `send(message)`), and leaves. */
 const hostileRunner = (attack: string) =>
