@@ -4,7 +4,7 @@
  * of requests and connections (11).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Chunk, Effect, Fiber, Queue, Redacted } from "effect"
+import { Chunk, Deferred, Effect, Either, Exit, Fiber, Queue, Redacted } from "effect"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import type * as http from "node:http"
@@ -147,8 +147,13 @@ describe("walls: budgets hold under bursts (finding 6)", () => {
         })
       const minted = yield* gw.mintToken({ workspace: "main", conversationId: "c", expiresAt: HOUR })
       const t = Redacted.value(minted.token)
-      const send = (mode: string, extra: object = {}) =>
-        call(target, { path: "/v1/chat/completions", token: t, body: ask({ max_tokens: 2_000, metadata: { mode }, ...extra }) })
+      const send = (mode: string, extra: object = {}, opts: { token?: string; onChunk?: () => void } = {}) =>
+        call(target, {
+          path: "/v1/chat/completions",
+          token: opts.token ?? t,
+          body: ask({ max_tokens: 2_000, metadata: { mode }, ...extra }),
+          ...(opts.onChunk ? { onChunk: opts.onChunk } : {})
+        })
 
       assert.strictEqual((yield* send("ok")).status, 200)
       assert.deepInclude(yield* settled("answer"), { totalTokens: 10, estimated: false })
@@ -165,16 +170,32 @@ describe("walls: budgets hold under bursts (finding 6)", () => {
       assert.isAbove(dropped.totalTokens, 2_000)
 
       // The client leaves while the upstream works on the answer.
+      const hitsBefore = up.hits.length
       const leaving = yield* Effect.fork(send("silent"))
-      yield* up.awaitHits(up.hits.length + 1)
+      yield* up.awaitHits(hitsBefore + 1)
       yield* Fiber.interrupt(leaving)
       assert.deepInclude(yield* settled("client gone before the answer"), { outcome: "client_closed", estimated: true })
 
-      // The token is revoked mid-stream.
-      const streaming = yield* Effect.fork(send("stream", { stream: true }))
-      yield* eventually(Effect.sync(() => (streams.length === 1 ? true : undefined)), { label: "the stream started" })
+      // The token is revoked before any byte of the answer went out: the connection is cut unanswered.
+      const early = yield* gw.mintToken({ workspace: "main", conversationId: "c", expiresAt: HOUR })
+      const hitsBeforeEarly = up.hits.length
+      const waiting = yield* Effect.fork(send("silent", {}, { token: Redacted.value(early.token) }).pipe(Effect.either))
+      yield* up.awaitHits(hitsBeforeEarly + 1)
+      yield* early.revoke
+      assert.isTrue(Either.isLeft(yield* Fiber.join(waiting)), "no answer, the connection was cut")
+      assert.deepInclude(yield* settled("token revoked before the answer"), { outcome: "client_closed", estimated: true })
+
+      // The token is revoked mid-stream: only once the client holds the stream's first bytes (the
+      // upstream having written them says nothing about whether the gateway relayed them yet).
+      const firstChunk = yield* Deferred.make<void>()
+      const streaming = yield* Effect.fork(send("stream", { stream: true }, { onChunk: () => Deferred.unsafeDone(firstChunk, Exit.void) }))
+      yield* Deferred.await(firstChunk)
       yield* minted.revoke
-      yield* Fiber.join(streaming)
+      const cut = yield* Fiber.join(streaming)
+      assert.strictEqual(cut.status, 200)
+      assert.include(cut.body, "one")
+      assert.notInclude(cut.body, "[DONE]")
+      assert.strictEqual(streams.length, 1)
       assert.deepInclude(yield* settled("token revoked mid-stream"), { outcome: "client_closed", estimated: true })
       const status = yield* gw.status
       assert.strictEqual(status.usageToday.main!.reserved, 0)
