@@ -19,9 +19,40 @@ export interface TimelineEntry extends Position {
   readonly text: string
 }
 
-// Plain numbers, no brands: these rows are read by the thousand on every turn.
-const UserRow = Schema.Struct({ id: Schema.Number, sender: Schema.String, text: Schema.String, handledBy: Schema.NullOr(Schema.Number) })
-const ReplyRow = Schema.Struct({ id: Schema.Number, turnId: Schema.Number, text: Schema.String })
+/**
+ * A history page as SQLite returns it in raw mode: `[kind, id, turn, sender, text]`, user
+ * messages (kind 0, newest first) then replies (kind 1, newest first). A page holds hundreds of
+ * rows on every turn, so it is decoded in one pass by a plain guard rather than per row.
+ */
+type PageRow = readonly [kind: 0 | 1, id: number, turn: number | null, sender: string, text: string]
+const isPage = (u: unknown): u is ReadonlyArray<PageRow> => {
+  if (!Array.isArray(u)) return false
+  for (const r of u as Array<unknown>) {
+    if (!Array.isArray(r) || r.length !== 5) return false
+    const [kind, id, turn, sender, text] = r as Array<unknown>
+    if ((kind !== 0 && kind !== 1) || typeof id !== "number" || (turn !== null && typeof turn !== "number") || typeof sender !== "string" || typeof text !== "string") return false
+  }
+  return true
+}
+const TimelinePage = Schema.declare(isPage, { identifier: "TimelinePage" })
+const decodePage = Schema.decodeUnknown(TimelinePage)
+
+/** Bounds of one history read: user messages with `after < id < userBefore`, replies of turns in [fromTurn, beforeTurn) with id < `replyBefore`. */
+export interface PageRequest {
+  readonly after: number
+  readonly userBefore: number
+  readonly userLimit: number
+  readonly fromTurn: number
+  readonly beforeTurn: number
+  readonly replyBefore: number
+  readonly replyLimit: number
+}
+
+/** One read of both sides, each newest first. */
+export interface Page {
+  readonly users: ReadonlyArray<TimelineEntry>
+  readonly replies: ReadonlyArray<TimelineEntry>
+}
 
 export const ContextStart = Schema.Struct({ messageId: Schema.Int, turnId: Schema.Int })
 export type ContextStart = typeof ContextStart.Type
@@ -53,14 +84,16 @@ export type ConversationListing = typeof ConversationListing.Type
 
 export declare namespace ContextStore {
   /**
-   * The reads and writes of conversation memory. Every history read is one keyset page over an
-   * index, newest first: the caller pages until its budget is spent, never the whole history.
+   * The reads and writes of conversation memory. Every history read is one statement of two
+   * keyset pages over indexes, newest first: the caller pages until its budget is spent, never
+   * the whole history.
    */
   export interface Service {
-    /** User messages with `after < id < before`, newest first, at most `limit`. */
-    readonly userPage: (conversationId: ConversationId, after: number, before: number, limit: number) => Effect.Effect<ReadonlyArray<TimelineEntry>>
-    /** Sent replies (not notices, not pending, failed or unknown) of turns in [fromTurn, beforeTurn) with id < `before`, newest first. */
-    readonly replyPage: (conversationId: ConversationId, fromTurn: number, beforeTurn: number, before: number, limit: number) => Effect.Effect<ReadonlyArray<TimelineEntry>>
+    /**
+     * Up to `userLimit` user messages and `replyLimit` sent replies (not notices, not pending,
+     * failed or unknown) within the request's bounds, each side newest first, in one statement.
+     */
+    readonly page: (conversationId: ConversationId, request: PageRequest) => Effect.Effect<Page>
     readonly start: (conversationId: ConversationId) => Effect.Effect<ContextStart>
     /** Moves the context start forward to the `/new` message (never back); true when it moved. */
     readonly moveStart: (conversationId: ConversationId, messageId: MessageId, turnId: TurnId) => Effect.Effect<boolean>
@@ -75,23 +108,19 @@ export declare namespace ContextStore {
 export class ContextStore extends Context.Tag("pynchy/ContextStore")<ContextStore, ContextStore.Service>() {
   static readonly make = Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const users = SqlSchema.findAll({
-      Request: Schema.Struct({ conversationId: ConversationId, after: Schema.Number, before: Schema.Number, limit: Schema.Int }),
-      Result: UserRow,
-      // messages_conversation (conversation_id, id), walked backwards.
-      execute: ({ conversationId, after, before, limit }) => sql`SELECT id, sender, text, handled_by AS handledBy FROM messages
-        WHERE conversation_id = ${conversationId} AND id > ${after} AND id < ${before} AND direction = 'in'
-        ORDER BY id DESC LIMIT ${limit}`
-    })
-    const replies = SqlSchema.findAll({
-      Request: Schema.Struct({ conversationId: ConversationId, fromTurn: Schema.Number, beforeTurn: Schema.Number, before: Schema.Number, limit: Schema.Int }),
-      Result: ReplyRow,
-      // deliveries_sent_replies (conversation_id, id) WHERE kind = 'reply' AND status = 'sent'.
-      execute: ({ conversationId, fromTurn, beforeTurn, before, limit }) => sql`SELECT id, turn_id AS turnId, text FROM deliveries
-        WHERE conversation_id = ${conversationId} AND kind = 'reply' AND status = 'sent' AND id < ${before}
-          AND turn_id >= ${fromTurn} AND turn_id < ${beforeTurn}
-        ORDER BY id DESC LIMIT ${limit}`
-    })
+    // Two bounded arms, each walking its index backwards: messages_conversation (conversation_id, id)
+    // and deliveries_sent_replies (conversation_id, id) WHERE kind = 'reply' AND status = 'sent'.
+    // A side not asked for has LIMIT 0 and costs nothing.
+    const readPage = (conversationId: ConversationId, r: PageRequest) =>
+      sql`SELECT * FROM (SELECT 0 AS kind, id, handled_by AS turn, sender, text FROM messages
+          WHERE conversation_id = ${conversationId} AND id > ${r.after} AND id < ${r.userBefore} AND direction = 'in'
+          ORDER BY id DESC LIMIT ${r.userLimit})
+        UNION ALL
+        SELECT * FROM (SELECT 1 AS kind, id, turn_id AS turn, '' AS sender, text FROM deliveries
+          WHERE conversation_id = ${conversationId} AND kind = 'reply' AND status = 'sent' AND id < ${r.replyBefore}
+            AND turn_id >= ${r.fromTurn} AND turn_id < ${r.beforeTurn}
+          ORDER BY id DESC LIMIT ${r.replyLimit})
+        ORDER BY kind, id DESC`.values.pipe(Effect.flatMap(decodePage))
     const findStart = SqlSchema.findOne({
       Request: ConversationId,
       Result: ContextStart,
@@ -116,17 +145,18 @@ export class ContextStore extends Context.Tag("pynchy/ContextStore")<ContextStor
     })
 
     return ContextStore.of({
-      userPage: (conversationId, after, before, limit) =>
-        users({ conversationId, after, before, limit }).pipe(
-          Effect.map((rows) => rows.map((r): TimelineEntry => ({
-            // A message not yet marked handled sorts with the turn being built (it cannot be older).
-            turn: r.handledBy ?? Number.MAX_SAFE_INTEGER, kind: 0, id: r.id, role: "user", sender: r.sender, text: r.text
-          }))),
-          Effect.orDie
-        ),
-      replyPage: (conversationId, fromTurn, beforeTurn, before, limit) =>
-        replies({ conversationId, fromTurn, beforeTurn, before, limit }).pipe(
-          Effect.map((rows) => rows.map((r): TimelineEntry => ({ turn: r.turnId, kind: 1, id: r.id, role: "assistant", sender: "", text: r.text }))),
+      page: (conversationId, request) =>
+        readPage(conversationId, request).pipe(
+          Effect.map((rows): Page => {
+            const users: Array<TimelineEntry> = []
+            const replies: Array<TimelineEntry> = []
+            for (const [kind, id, turn, sender, text] of rows) {
+              // A message not yet marked handled sorts with the turn being built (it cannot be older).
+              if (kind === 0) users.push({ turn: turn ?? Number.MAX_SAFE_INTEGER, kind, id, role: "user", sender, text })
+              else replies.push({ turn: turn!, kind, id, role: "assistant", sender, text })
+            }
+            return { users, replies }
+          }),
           Effect.orDie
         ),
       start: (conversationId) => findStart(conversationId).pipe(Effect.map(Option.getOrElse(() => ({ messageId: 0, turnId: 0 }))), Effect.orDie),

@@ -8,10 +8,11 @@ import { ContextStore, type Position, type SummaryRow, type TimelineEntry } from
 import { HostStore } from "../db/HostStore.js"
 import { Gateway } from "../gateway/Gateway.js"
 import type { HistoryEntry } from "../sandbox/ipc.js"
+import type { ConversationId } from "../domain/ids.js"
 import type { TurnInput } from "./AgentExecutor.js"
 import { summarize, type SummaryFailed } from "./summarize.js"
 import { counterFor, MESSAGE_OVERHEAD, type TokenCounter } from "./tokens.js"
-import { timeline } from "./timeline.js"
+import { openTimeline } from "./timeline.js"
 
 export interface TurnContext {
   readonly summary: string | null
@@ -38,6 +39,7 @@ export declare namespace ConversationContext {
 }
 
 const CACHE_LIMIT = 200_000
+const HINT_LIMIT = 10_000
 const SUMMARY_DEADLINE_MS = 60_000
 
 export class ConversationContext extends Context.Tag("pynchy/ConversationContext")<ConversationContext, ConversationContext.Service>() {
@@ -45,10 +47,13 @@ export class ConversationContext extends Context.Tag("pynchy/ConversationContext
     const store = yield* ContextStore
     const host = yield* HostStore
     const gateway = yield* Gateway
-    // Message and reply texts never change, so their counts are kept (bounded, oldest dropped first).
-    const counts = new Map<string, number>()
+    // Message and reply texts never change, so their counts are kept per counter (bounded, oldest
+    // dropped first), keyed by a number: 2 * id + kind.
+    const countsBy = new Map<string, Map<number, number>>()
     const costOf = (counter: TokenCounter, e: TimelineEntry) => {
-      const key = `${counter.name}:${e.kind}:${e.id}`
+      let counts = countsBy.get(counter.name)
+      if (counts === undefined) countsBy.set(counter.name, counts = new Map())
+      const key = 2 * e.id + e.kind
       let n = counts.get(key)
       if (n === undefined) {
         n = MESSAGE_OVERHEAD + counter.count(e.text) + (e.kind === 0 ? Math.ceil(e.sender.length / 4) + 1 : 0)
@@ -56,6 +61,16 @@ export class ConversationContext extends Context.Tag("pynchy/ConversationContext
         counts.set(key, n)
       }
       return n
+    }
+    // The first read is sized to what the window will take: what this conversation's previous
+    // build took (bounded map, oldest dropped first), else the budget over the average entry seen.
+    const took = new Map<ConversationId, { readonly users: number; readonly replies: number }>()
+    let averageEntry = 20
+    const firstPage = (conversationId: ConversationId, budget: number) => {
+      const last = took.get(conversationId)
+      if (last !== undefined) return { users: last.users + (last.users >> 4) + 8, replies: last.replies + (last.replies >> 4) + 8 }
+      const half = Math.ceil(budget / averageEntry / 2) + 8
+      return { users: half, replies: half }
     }
 
     const build = Effect.fn("ConversationContext.build")(function* (input: TurnInput, model: string | null) {
@@ -66,32 +81,55 @@ export class ConversationContext extends Context.Tag("pynchy/ConversationContext
       const previous = yield* store.latestSummary(conversationId, start.messageId)
       const floor: Position | null = Option.match(previous, { onNone: () => null, onSome: (s) => ({ turn: s.throughTurn, kind: s.throughKind, id: s.throughId }) })
       const firstNew = input.messages.reduce((min, m) => Math.min(min, m.id), Number.MAX_SAFE_INTEGER)
-      const next = timeline(store, { conversationId, start, beforeTurn: input.turn.id, beforeMessage: firstNew, floor })
+      const history = openTimeline(store, { conversationId, start, beforeTurn: input.turn.id, beforeMessage: firstNew, floor, firstPage: firstPage(conversationId, budget) })
 
       const window: Array<TimelineEntry> = []
       let used = 0
       let overflow: TimelineEntry | undefined
-      while (true) {
-        const e = yield* next
-        if (Option.isNone(e)) break
-        const cost = costOf(counter, e.value)
+      yield* history.walk((e) => {
+        const cost = costOf(counter, e)
         if (used + cost > budget) {
-          overflow = e.value
-          break
+          overflow = e
+          return false
         }
-        window.push(e.value)
+        window.push(e)
         used += cost
-      }
-      const senders = new Set([...window.filter((e) => e.kind === 0).map((e) => e.sender), ...input.messages.map((m) => m.sender)])
-      const result = (entries: ReadonlyArray<TimelineEntry>, summary: string | null, compaction: TurnContext["compaction"]): TurnContext => ({
-        summary,
-        history: [...entries].reverse().map((e): HistoryEntry => (e.kind === 0 && senders.size > 1 ? { role: e.role, text: e.text, sender: e.sender } : { role: e.role, text: e.text })),
-        historyTokens: entries.reduce((n, e) => n + costOf(counter, e), 0),
-        counter: counter.name,
-        compaction
+        return true
       })
+      if (took.size >= HINT_LIMIT && !took.has(conversationId)) took.delete(took.keys().next().value!)
+      took.set(conversationId, history.consumed())
+      if (window.length > 0) averageEntry = Math.max(MESSAGE_OVERHEAD + 1, used / window.length)
+      // Senders are named when the window's user entries and the new messages have more than one.
+      let sender: string | undefined
+      let named = false
+      const see = (name: string) => {
+        if (sender === undefined) sender = name
+        else if (name !== sender) named = true
+      }
+      for (let i = 0; i < window.length && !named; i++) if (window[i]!.kind === 0) see(window[i]!.sender)
+      for (const m of input.messages) see(m.sender)
+      const result = (entries: ReadonlyArray<TimelineEntry>, tokens: number, summary: string | null, compaction: TurnContext["compaction"]): TurnContext => {
+        const history = new Array<HistoryEntry>(entries.length)
+        for (let i = 0, j = entries.length - 1; j >= 0; i++, j--) {
+          const e = entries[j]!
+          history[i] = e.kind === 0 && named ? { role: e.role, text: e.text, sender: e.sender } : { role: e.role, text: e.text }
+        }
+        return { summary, history, historyTokens: tokens, counter: counter.name, compaction }
+      }
       const previousText = Option.match(previous, { onNone: () => null, onSome: (s) => s.text })
-      if (overflow === undefined) return result(window, previousText, "none")
+      if (overflow === undefined) return result(window, used, previousText, "none")
+
+      const cut = (code: string) =>
+        Effect.gen(function* () {
+          yield* Effect.logWarning("conversation summary failed: history cut to its budget").pipe(
+            Effect.annotateLogs({ conversation: conversationId, workspace: input.workspace.id, turn: input.turn.id, code })
+          )
+          yield* host.appendEvent("memory.summary_failed", { conversation: conversationId, workspace: input.workspace.id, turn: input.turn.id, code })
+          return result(window, used, previousText, "cut")
+        })
+      // Neither way out summarizes, so neither reads what fell out of the window.
+      if (summaryTokens === 0) return result(window, used, previousText, "cut")
+      if (model === null) return yield* cut("no_model")
 
       // Compaction keeps the newest half of the budget, so the next summary is due only after
       // another half budget of conversation, not at every turn.
@@ -101,23 +139,13 @@ export class ConversationContext extends Context.Tag("pynchy/ConversationContext
       const dropped = [...window.slice(kept), overflow]
       // What fell out is read up to one more budget; older unsummarized text beyond that is left out.
       let droppedTokens = dropped.reduce((n, e) => n + costOf(counter, e), 0)
-      while (droppedTokens < 2 * budget) {
-        const e = yield* next
-        if (Option.isNone(e)) break
-        dropped.push(e.value)
-        droppedTokens += costOf(counter, e.value)
-      }
-      const cut = (code: string) =>
-        Effect.gen(function* () {
-          yield* Effect.logWarning("conversation summary failed: history cut to its budget").pipe(
-            Effect.annotateLogs({ conversation: conversationId, workspace: input.workspace.id, turn: input.turn.id, code })
-          )
-          yield* host.appendEvent("memory.summary_failed", { conversation: conversationId, workspace: input.workspace.id, turn: input.turn.id, code })
-          return result(window, previousText, "cut")
+      if (droppedTokens < 2 * budget) {
+        yield* history.walk((e) => {
+          dropped.push(e)
+          droppedTokens += costOf(counter, e)
+          return droppedTokens < 2 * budget
         })
-      if (summaryTokens === 0) return result(window, previousText, "cut")
-      if (model === null) return yield* cut("no_model")
-
+      }
       const through = dropped[0]!
       const users = dropped.filter((e) => e.kind === 0)
       const summary = yield* summarize(gateway, {
@@ -144,7 +172,7 @@ export class ConversationContext extends Context.Tag("pynchy/ConversationContext
       }
       yield* store.addSummary(conversationId, row)
       yield* Effect.logInfo("conversation summarized").pipe(Effect.annotateLogs({ conversation: conversationId, turn: input.turn.id, entries: dropped.length }))
-      return result(window.slice(0, kept), text, "summarized")
+      return result(window.slice(0, kept), keptTokens, text, "summarized")
     })
 
     return ConversationContext.of({ build })

@@ -26,19 +26,24 @@ export const encodingFor = (model: string | null): "o200k_base" | "cl100k_base" 
 }
 
 const loaded = new Map<string, Promise<TokenCounter>>()
+/** Counters whose encoding has loaded (or failed to): handed out without waiting on a promise. */
+const ready = new Map<string, TokenCounter>()
 
 /** The counter for a model; an encoding is loaded once per process (about a second), on first use. */
 export const counterFor = (model: string | null): Effect.Effect<TokenCounter> => {
   const encoding = encodingFor(model)
   if (encoding === null) return Effect.succeed(estimate)
+  const known = ready.get(encoding)
+  if (known !== undefined) return Effect.succeed(known)
   let p = loaded.get(encoding)
   if (p === undefined) {
     p = (encoding === "o200k_base" ? import("gpt-tokenizer/encoding/o200k_base") : import("gpt-tokenizer/encoding/cl100k_base")).then(
-      (m): TokenCounter => ({ name: encoding, count: (text) => m.countTokens(text) })
+      (m): TokenCounter => ({ name: encoding, count: (text) => m.countTokens(text) }),
+      // A tokenizer that cannot load is no reason to fail a turn: the estimate stands in.
+      () => estimate
     )
-    loaded.set(encoding, p)
+    loaded.set(encoding, p.then((c) => (ready.set(encoding, c), c)))
   }
-  const pending = p
-  // A tokenizer that cannot load is no reason to fail a turn: the estimate stands in.
-  return Effect.promise(() => pending.catch(() => estimate))
+  const pending = loaded.get(encoding)!
+  return Effect.promise(() => pending)
 }
