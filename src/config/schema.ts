@@ -41,7 +41,7 @@ export class Limits extends Schema.Class<Limits>("Limits")({
   sessionRetentionDays: Schema.optionalWith(PositiveInt, { default: () => 7 }),
   /** After a turn, a workspace folder past this size earns the conversation a notice. */
   workspaceMaxMb: Schema.optionalWith(PositiveInt, { default: () => 2_048 }),
-  /** Replies one turn may send; the next one fails the turn (`too_many_replies`). */
+  /** Replies one turn may send (or as many as it has messages); the next one fails the turn (`too_many_replies`). */
   maxRepliesPerTurn: Schema.optionalWith(PositiveInt, { default: () => 50 })
 }) {}
 

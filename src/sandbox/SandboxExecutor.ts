@@ -177,7 +177,9 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       yield* record(hostDir, "sandbox.json", { runtime: runtime.name, id: handle.id })
       const exited = Effect.promise(() => handle.exited)
       const started = yield* Clock.currentTimeMillis
-      const outcome = yield* Effect.either(serveRunner({ input, ipc, exited, actions, maxReplies: host.config.limits.maxRepliesPerTurn }))
+      // A turn over a batch may answer each of its messages (a host catching up after an outage).
+      const maxReplies = Math.max(host.config.limits.maxRepliesPerTurn, input.messages.length)
+      const outcome = yield* Effect.either(serveRunner({ input, ipc, exited, actions, maxReplies }))
       const malformed = ipc.malformed()
       yield* record(hostDir, "outcome.json", {
         turn: input.turn.id,

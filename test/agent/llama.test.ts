@@ -20,7 +20,7 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap") || skipWithou
         const llama = yield* startLlama
         const run = yield* runTurn({ core, baseUrl: llama.baseUrl, script: unused, spec: { sandboxTools: [], maxToolRounds: 0, history: [{ role: "user", text: "hi" }, { role: "assistant", text: "hello" }] } })
         const errors = run.events.filter((e) => e._tag === "error")
-        assert.deepStrictEqual(errors, [], llama.output().slice(-2_000))
+        assert.deepStrictEqual(errors, [], `${JSON.stringify(errors)}\n${llama.output().slice(-2_000)}`)
         const deltas = run.events.filter((e) => e._tag === "text_delta").map((e) => (e as { text: string }).text)
         const replies = run.events.filter((e) => e._tag === "reply").map((e) => (e as { text: string }).text)
         assert.strictEqual(replies.length, 1)

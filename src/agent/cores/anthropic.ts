@@ -48,6 +48,9 @@ const streamRound = async (ctx: CoreContext, body: Record<string, unknown>): Pro
         sawMessage = true
         return
       case "content_block_start": {
+        // A real server (llama.cpp's llama-server) sometimes leaves out message_start: a content
+        // block is a message too.
+        sawMessage = true
         const b = data.content_block ?? {}
         blocks[data.index] = b.type === "text"
           ? { type: "text", text: typeof b.text === "string" ? b.text : "" }
