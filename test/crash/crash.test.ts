@@ -8,7 +8,7 @@ import { skipWithout } from "../support/system.js"
  */
 describe("crash safety (kill -9 of a real host process)", () => {
   it("50 kills, idempotent channel: every message handled by one completed turn, every reply sent exactly once", { timeout: 900_000 }, async () => {
-    const report = await runCrashDrill({ kills: 50, maxKills: 120, require: ["claimedNotFinished", "writtenNotCalled", "calledNotMarked"], idempotent: true, seed: 7 })
+    const report = await runCrashDrill({ kills: 50, maxKills: 250, require: ["claimedNotFinished", "writtenNotCalled", "calledNotMarked"], idempotent: true, seed: 7 })
     assert.deepStrictEqual(report.problems, [])
     assert.isAbove(report.messages, 100)
     // The kills landed inside each crash window at least once, so each recovery path was taken.
@@ -21,7 +21,7 @@ describe("crash safety (kill -9 of a real host process)", () => {
   })
 
   it("20 kills, channel without idempotent resends: ambiguous sends end unknown and are never resent", { timeout: 900_000 }, async () => {
-    const report = await runCrashDrill({ kills: 20, maxKills: 100, require: ["calledNotMarked"], idempotent: false, seed: 11 })
+    const report = await runCrashDrill({ kills: 20, maxKills: 200, require: ["calledNotMarked"], idempotent: false, seed: 11 })
     assert.deepStrictEqual(report.problems, [])
     assert.isAbove(report.windows.calledNotMarked, 0)
     assert.isAbove(report.deliveries.unknown ?? 0, 0)
