@@ -16,16 +16,10 @@
  * channel progress) is stream.bench's figure, run here too so the total is one run's sum.
  */
 import { Clock, Effect, Logger, LogLevel, Redacted } from "effect"
-import * as fs from "node:fs"
 import * as http from "node:http"
-import * as path from "node:path"
-import type { TurnSpec } from "../../src/sandbox/ipc.js"
-import { listenIpc } from "../../src/sandbox/IpcServer.js"
 import * as Bwrap from "../../src/sandbox/runtimes/bwrap.js"
-import { baseSpec } from "../../test/agent/harness.js"
+import { baseSpec, startRunner } from "../../test/agent/harness.js"
 import { provider, scriptedUpstream, startGateway } from "../../test/gateway/support.js"
-import { runnerBundle } from "../../test/sandbox/support.js"
-import { tempDir } from "../../test/support/db.js"
 import { median, percentile } from "./stats.js"
 import streamBench from "./stream.bench.js"
 import type { Row } from "./types.js"
@@ -75,38 +69,14 @@ export default async (): Promise<Array<Row>> => {
       }, 30)
     })
     const gw = yield* Effect.orDie(startGateway([provider({ name: "up", baseUrl: upstream.url, apiKeyEnv: KEY_ENV, models: ["tiny"] })]))
-    const entry = yield* Effect.promise(runnerBundle)
     const runtime = Bwrap.make()
 
     const turn = (i: number) =>
       Effect.scoped(Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const minted = yield* gw.mintToken({ workspace: "main", conversationId: "test:room", models: ["tiny"], expiresAt: now + 120_000 })
-        const root = tempDir("pynchy-first-delta-")
-        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(root, { recursive: true, force: true })))
-        const dirs = { workspaceDir: path.join(root, "w"), sessionDir: path.join(root, "s"), hostDir: path.join(root, "h") }
-        for (const d of Object.values(dirs)) fs.mkdirSync(d, { mode: 0o700 })
-        fs.mkdirSync(path.join(dirs.workspaceDir, "skills"))
-        const spec: TurnSpec = { ...baseSpec("openai"), turnId: i + 1 }
-        const turnFile = path.join(dirs.hostDir, "turn.json")
-        fs.writeFileSync(turnFile, JSON.stringify(spec), { mode: 0o600 })
-        const ipcSocket = path.join(dirs.hostDir, "ipc.sock")
-        const ipc = yield* Effect.orDie(listenIpc(ipcSocket))
         const hitsBefore = upstream.hits.length
-        const handle = yield* Effect.acquireRelease(
-          Effect.promise(() => runtime.start({
-            sandboxId: Math.random().toString(16).slice(2, 14).padEnd(12, "0"),
-            ...dirs,
-            workspaceReadOnly: ["skills"],
-            turnFile,
-            skills: [],
-            ipcSocket,
-            gatewaySocket: gw.socketPath!,
-            entry,
-            env: { PYNCHY_TURN_TOKEN: Redacted.value(minted.token) }
-          })),
-          (h) => Effect.promise(() => runtime.kill(h.id))
-        )
+        const { ipc, handle } = yield* startRunner({ spec: { ...baseSpec("openai"), turnId: i + 1 }, gatewaySocket: gw.socketPath!, token: Redacted.value(minted.token), runtime })
         let firstDelta: number | undefined
         const seen: Array<string> = []
         const serve = Effect.gen(function* () {

@@ -57,29 +57,32 @@ export const baseSpec = (core: "openai" | "anthropic"): TurnSpec => ({
   maxToolRounds: 8
 })
 
-export const runTurn = (options: TurnOptions): Effect.Effect<TurnRun, never, Scope.Scope> =>
+export interface RunnerStart {
+  readonly spec: TurnSpec
+  readonly gatewaySocket: string
+  readonly token: string
+  /** Fills the workspace folder before the sandbox starts. */
+  readonly workspace?: (dir: string) => void
+  readonly runtime?: ReturnType<typeof Bwrap.make>
+}
+
+/**
+ * The runner bundle in a real bwrap sandbox with the spec written as the executor writes it (a
+ * host-only folder, the workspace's read-only skills folder), and the host's end of its IPC socket.
+ */
+export const startRunner = (o: RunnerStart) =>
   Effect.gen(function* () {
-    process.env[KEY_ENV] = CANARY
-    yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env[KEY_ENV]))
-    const upstream = yield* scriptedUpstream(options.script)
-    const gw = yield* Effect.orDie(startGateway([provider({ name: "up", baseUrl: options.baseUrl ?? upstream.url, apiKeyEnv: KEY_ENV, models: ["tiny"] })]))
-    const now = yield* Clock.currentTimeMillis
-    const minted = yield* gw.mintToken({ workspace: "main", conversationId: "test:room", models: ["tiny"], expiresAt: now + 120_000 })
     const root = tempDir("pynchy-agent-")
     const dirs = { workspaceDir: path.join(root, "w"), sessionDir: path.join(root, "s"), hostDir: path.join(root, "h") }
     for (const d of Object.values(dirs)) fs.mkdirSync(d, { mode: 0o700 })
-    // As the executor does: the workspace's skills folder is there and read-only inside.
     fs.mkdirSync(path.join(dirs.workspaceDir, "skills"))
-    options.workspace?.(dirs.workspaceDir)
-    const core = options.core ?? "openai"
-    const turn: TurnSpec = { ...baseSpec(core), ...options.spec }
+    o.workspace?.(dirs.workspaceDir)
     const turnFile = path.join(dirs.hostDir, "turn.json")
-    fs.writeFileSync(turnFile, JSON.stringify(turn), { mode: 0o600 })
+    fs.writeFileSync(turnFile, JSON.stringify(o.spec), { mode: 0o600 })
     const ipcSocket = path.join(dirs.hostDir, "ipc.sock")
     const ipc = yield* Effect.orDie(listenIpc(ipcSocket))
-    const runtime = Bwrap.make()
+    const runtime = o.runtime ?? Bwrap.make()
     const entry = yield* Effect.promise(runnerBundle)
-    const started = performance.now()
     const handle = yield* Effect.acquireRelease(
       Effect.promise(() => runtime.start({
         sandboxId: Math.random().toString(16).slice(2, 14).padEnd(12, "0"),
@@ -88,12 +91,30 @@ export const runTurn = (options: TurnOptions): Effect.Effect<TurnRun, never, Sco
         turnFile,
         skills: [],
         ipcSocket,
-        gatewaySocket: gw.socketPath!,
+        gatewaySocket: o.gatewaySocket,
         entry,
-        env: { PYNCHY_TURN_TOKEN: Redacted.value(minted.token) }
+        env: { PYNCHY_TURN_TOKEN: o.token }
       })),
       (h) => Effect.promise(() => runtime.kill(h.id))
     )
+    return { dirs, ipc, handle }
+  })
+
+export const runTurn = (options: TurnOptions): Effect.Effect<TurnRun, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    process.env[KEY_ENV] = CANARY
+    yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env[KEY_ENV]))
+    const upstream = yield* scriptedUpstream(options.script)
+    const gw = yield* Effect.orDie(startGateway([provider({ name: "up", baseUrl: options.baseUrl ?? upstream.url, apiKeyEnv: KEY_ENV, models: ["tiny"] })]))
+    const now = yield* Clock.currentTimeMillis
+    const minted = yield* gw.mintToken({ workspace: "main", conversationId: "test:room", models: ["tiny"], expiresAt: now + 120_000 })
+    const started = performance.now()
+    const { dirs, ipc, handle } = yield* startRunner({
+      spec: { ...baseSpec(options.core ?? "openai"), ...options.spec },
+      gatewaySocket: gw.socketPath!,
+      token: Redacted.value(minted.token),
+      ...(options.workspace ? { workspace: options.workspace } : {})
+    })
     const events: Array<IpcEvent> = []
     const exited = Effect.promise(() => handle.exited)
     const serve = Effect.gen(function* () {
