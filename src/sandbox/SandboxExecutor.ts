@@ -90,8 +90,14 @@ export const make = (options: SandboxExecutor.Options = {}) =>
     const modelFor = (w: Workspace): string | null =>
       Option.isNone(gateway) ? null : w.model ?? providers.find((p) => p.models.length > 0)?.models[0] ?? null
 
+    // Written whole and renamed into place: a reader (isAlive, recovery in the next host) never
+    // sees a record that exists but is still empty.
     const record = (hostDir: string, name: string, value: unknown) =>
-      Effect.sync(() => fs.writeFileSync(path.join(hostDir, name), JSON.stringify(value), { mode: 0o600 }))
+      Effect.sync(() => {
+        const partial = path.join(hostDir, `.${name}.partial`)
+        fs.writeFileSync(partial, JSON.stringify(value), { mode: 0o600 })
+        fs.renameSync(partial, path.join(hostDir, name))
+      })
 
     const afterTurn = makeWorkspaceAudit(host.config.limits.workspaceMaxMb)
 
@@ -172,7 +178,11 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         Effect.tryPromise({ try: () => Promise.resolve(runtime.start(spec)), catch: () => failed("sandbox_start_failed", `the ${runtime.name} runtime could not start the sandbox`, true) }).pipe(
           Effect.filterOrFail(isHandle, () => failed("sandbox_start_failed", `the ${runtime.name} runtime returned no handle`, false))
         ),
-        (h) => Effect.promise(() => Promise.resolve(runtime.kill(h.id)).catch(() => undefined))
+        // Killed, then waited for (bounded): once the turn's scope has closed, its sandbox is gone.
+        (h) =>
+          Effect.promise(() => Promise.resolve(runtime.kill(h.id)).catch(() => undefined)).pipe(
+            Effect.zipRight(Effect.promise(() => h.exited).pipe(Effect.timeout("5 seconds"), Effect.ignore))
+          )
       )
       yield* record(hostDir, "sandbox.json", { runtime: runtime.name, id: handle.id })
       const exited = Effect.promise(() => handle.exited)

@@ -39,12 +39,22 @@ export const parseProcessId = (id: string): { pid: number; start: string } | und
   return m === null ? undefined : { pid: Number(m[1]), start: m[2]! }
 }
 
+const pause = new Int32Array(new SharedArrayBuffer(4))
+
 const hasMarker = (pid: number, runtime: string): boolean => {
-  try {
-    return fs.readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(`${LAUNCH_MARKER}=${runtime}`)
-  } catch {
-    return false
+  // A process in the middle of execve (the launcher becoming bwrap) shows an empty environment for
+  // a moment; read again, briefly, rather than call a live sandbox dead.
+  for (let attempt = 0; attempt < 50; attempt++) {
+    let environ: string
+    try {
+      environ = fs.readFileSync(`/proc/${pid}/environ`, "latin1")
+    } catch {
+      return false
+    }
+    if (environ.length > 0) return environ.split("\0").includes(`${LAUNCH_MARKER}=${runtime}`)
+    Atomics.wait(pause, 0, 0, 1)
   }
+  return false
 }
 
 /** The pid of the id when it is a live sandbox that `runtime` started; undefined otherwise. */
