@@ -23,7 +23,9 @@ import { logged } from "../src/host/lifecycle-log.js"
 import type { AgentExecutor, ExecutorLiveness } from "../src/pipeline/AgentExecutor.js"
 import { Channels } from "../src/pipeline/Channels.js"
 import { ConversationContext } from "../src/pipeline/ConversationContext.js"
+import { InboundCommitted } from "../src/pipeline/InboundCommitted.js"
 import { Ingest } from "../src/pipeline/Ingest.js"
+import { ingestClient } from "../src/cli/ingest-client.js"
 import { Outbox } from "../src/pipeline/Outbox.js"
 import { Recovery } from "../src/pipeline/Recovery.js"
 import { TurnQueue } from "../src/pipeline/TurnQueue.js"
@@ -40,7 +42,7 @@ export interface StackParts<EC, EP, ED, EE, ES, EA> {
   /** Discovered and validated plugins (startup step 2). */
   readonly plugins: Layer.Layer<PluginRegistry, EP, HostConfig>
   readonly database: Layer.Layer<SqlClient.SqlClient, ED, HostConfig>
-  readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig | PluginRegistry | Gateway | ConversationContext>
+  readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig | PluginRegistry | Gateway | ConversationContext | HostActions>
   /** Agent-session runtimes and attachments; attached conversations are delegated, not sandboxed. */
   readonly agentSessions: Layer.Layer<AgentSessions, EA, HostConfig | SqlClient.SqlClient>
   /** The connection runtimes, in start order (the plugin registry's, or a test's). */
@@ -64,7 +66,8 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const memory = logged("conversation memory", ConversationContext.layer)
   // Outbound deliveries and host actions come before the executor, which offers actions as tools.
   const outbox = logged("outbox", Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer)))
-  const actions = logged("host actions", Layer.provideMerge(HostActions.layer, Approvals.layer))
+  // Approvals reads the replies Ingest (step "pipeline") commits, so it outlives Ingest at shutdown.
+  const actions = logged("host actions", Layer.provideMerge(HostActions.layer, Layer.provideMerge(Approvals.layer, InboundCommitted.layer)))
   const support = Layer.mergeAll(delegating(parts.executor), parts.rollback, LiveStatus.layer, parts.runtimes)
   // 5. the queue accepts work; dispatch stays closed until step 9, so building it before step 4
   // (which needs the executor's liveness, provided with it) changes nothing the seed orders.
@@ -113,9 +116,10 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
 
 /**
  * What a short-lived command needs to write into a host's database: config, database, stores,
- * routing and the durable ingest, whose wake-ups go to the running host's control socket.
+ * routing and the durable ingest (`ingestClient`: it decides approval replies, and its wake-ups go
+ * to the running host's control socket).
  */
 export const makeClient = <EC, ED>(parts: { readonly config: Layer.Layer<HostConfig, EC>; readonly database: Layer.Layer<SqlClient.SqlClient, ED, HostConfig> }) => {
   const base = Layer.provideMerge(Layer.provideMerge(Stores.layer, parts.database), parts.config)
-  return Layer.provideMerge(Ingest.layer, Layer.provideMerge(Layer.merge(Workspaces.layer, ControlSocket.remoteSignalLayer), base))
+  return Layer.provideMerge(ingestClient, base)
 }

@@ -13,6 +13,8 @@ import { ConnectionRuntimeSources, type RuntimeEntry } from "../src/runtimes/Con
 import { makeStack } from "./stack.js"
 import type { AgentExecutor, ExecutorLiveness } from "../src/pipeline/AgentExecutor.js"
 import type { ConversationContext } from "../src/pipeline/ConversationContext.js"
+import type { HostActions } from "../src/actions/HostActions.js"
+import type { Gateway } from "../src/gateway/Gateway.js"
 import { tmpdir } from "node:os"
 import { BUILTINS, type BuiltinPlugin } from "../src/plugins/builtin.js"
 import { PluginRegistry } from "../src/plugins/PluginRegistry.js"
@@ -27,7 +29,7 @@ export interface TestHostOptions {
   /** Plugins added to the built-ins (a test's service handlers, channels, runtimes). */
   readonly plugins?: ReadonlyArray<BuiltinPlugin>
   /** Replaces the scripted executor. */
-  readonly executor?: Layer.Layer<AgentExecutor | ExecutorLiveness, never, ConversationContext>
+  readonly executor?: Layer.Layer<AgentExecutor | ExecutorLiveness, never, ConversationContext | Gateway | HostActions>
 }
 
 export const makeTestHost = (config: PynchyConfig, options: TestHostOptions = {}) =>

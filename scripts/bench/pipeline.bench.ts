@@ -23,6 +23,7 @@ import type { Ingested } from "../../src/domain/message.js"
 import { TurnOwner } from "../../src/domain/turn.js"
 import { HostIdentity } from "../../src/host/HostIdentity.js"
 import { AgentExecutor, ExecutorLiveness, TurnFailed } from "../../src/pipeline/AgentExecutor.js"
+import { InboundCommitted } from "../../src/pipeline/InboundCommitted.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
 import { Outbox } from "../../src/pipeline/Outbox.js"
 import { Recovery } from "../../src/pipeline/Recovery.js"
@@ -140,6 +141,7 @@ const noSignal = TurnSignal.of({ signal: () => Effect.void })
 const ingestOnly = (config: PynchyConfig, file: string, counts = { batches: 0, rows: 0 }) =>
   Ingest.layer.pipe(
     Layer.provide(countingStore(counts)),
+    Layer.provide(InboundCommitted.layer),
     Layer.provideMerge(Layer.merge(Workspaces.layer, Layer.succeed(TurnSignal, noSignal))),
     Layer.provideMerge(Layer.provideMerge(Stores.layer, Database.layerFile(file))),
     Layer.provideMerge(HostConfig.layerFrom(config))

@@ -10,17 +10,27 @@
  * ask again; a retry of the turn (a later attempt) never finds an earlier attempt's rows. Within
  * one attempt a denied or expired request answers the same question at once (no notice spam),
  * and a pending one survives a restart of the host and is waited for again under its code.
+ *
+ * Replies are read from the messages Ingest commits (InboundCommitted), in whichever process
+ * commits them: the host wakes its waiter at once; a process that only writes (`pynchy send`, the
+ * MCP server) decides the row with `layerReplies`, and the host's waiter sees it at its next
+ * re-check of the row (within a second). The decision is a compare-and-set in the shared
+ * database, so it holds even when no host runs, and the reply wakes the host as any message does.
  */
 import { Clock, Context, Deferred, Duration, Effect, Layer, Option } from "effect"
 import { createHash, randomInt } from "node:crypto"
 import type { ConversationId, TurnId } from "../domain/ids.js"
+import { InboundCommitted } from "../pipeline/InboundCommitted.js"
 import { Outbox } from "../pipeline/Outbox.js"
 import type { RiskTier } from "../plugins/contract.js"
 import { type Approval, ApprovalStore } from "./ApprovalStore.js"
 import { inputSummary } from "./summary.js"
 
-/** How a request ended: only `approved` lets the action run, and it has been consumed for this caller. */
-export type ApprovalVerdict = "approved" | "denied" | "expired"
+/**
+ * How a request ended: only `approved` lets the action run, and it has been consumed for this
+ * caller. `unavailable`: this host has no one to ask (`Approvals.layerNone`).
+ */
+export type ApprovalVerdict = "approved" | "denied" | "expired" | "unavailable"
 
 const CODE_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 const REPLY = /^\s*(approve|deny)\s+([a-z0-9]{6})\s*$/i
@@ -50,8 +60,8 @@ const decideCode = Effect.fn("Approvals.decide")(function* (conversationId: Conv
 })
 
 /**
- * `decide` without a waiter to wake: for a process that only writes (a CLI client ingesting a
- * reply); the host waiting on the request sees the row at its next re-check.
+ * `decide` without a waiter to wake: for a process that only writes (`layerReplies`); the host
+ * waiting on the request sees the row at its next re-check.
  */
 export const decideReply = (conversationId: ConversationId, text: string, decidedBy: string): Effect.Effect<Option.Option<Approvals.Decision>, never, ApprovalStore> => {
   const match = text.length <= MAX_REPLY ? REPLY.exec(text) : null
@@ -89,6 +99,7 @@ export declare namespace Approvals {
      * Applies an inbound message that reads `approve <code>` or `deny <code>` to a pending request
      * of the same conversation; none for any other text (checked without touching the database),
      * an unknown code, another conversation's code, or a request already decided or expired.
+     * `layer` applies every message this process's Ingest commits.
      */
     readonly decide: (conversationId: ConversationId, text: string, decidedBy: string) => Effect.Effect<Option.Option<Decision>>
   }
@@ -98,6 +109,7 @@ export class Approvals extends Context.Tag("pynchy/Approvals")<Approvals, Approv
   static readonly make = Effect.gen(function* () {
     const store = yield* ApprovalStore
     const outbox = yield* Outbox
+    const committed = yield* InboundCommitted
     const waiters = new Map<string, Deferred.Deferred<ApprovalVerdict>>()
 
     const waiterOf = (code: string) =>
@@ -202,9 +214,34 @@ export class Approvals extends Context.Tag("pynchy/Approvals")<Approvals, Approv
         return waiter === undefined || Option.isNone(decided) ? Effect.void : Deferred.succeed(waiter, decided.value.status)
       }).pipe(Effect.provideService(ApprovalStore, store))
 
+    yield* committed.consume((m) => Effect.asVoid(decide(m.conversationId, m.text, m.sender)))
+
     return Approvals.of({ request, decide })
   })
 
-  /** Needs Outbox and SqlClient (migrated through 0003_approvals_single_use). */
-  static readonly layer = Layer.effect(Approvals, Approvals.make).pipe(Layer.provide(ApprovalStore.layer))
+  /**
+   * Asks in the conversation and decides the replies this process commits. Scoped: it reads
+   * InboundCommitted while open. Needs Outbox, InboundCommitted and SqlClient (migrated through
+   * 0003_approvals_single_use).
+   */
+  static readonly layer = Layer.scoped(Approvals, Approvals.make).pipe(Layer.provide(ApprovalStore.layer))
+
+  /**
+   * For a process that commits inbound messages but asks nothing and runs no actions (`pynchy
+   * send`, the MCP server): a reply committed here decides the approval in the database, where the
+   * host waiting on it finds it. Needs InboundCommitted and SqlClient.
+   */
+  static readonly layerReplies = Layer.scopedDiscard(
+    Effect.gen(function* () {
+      const context = yield* Effect.context<ApprovalStore>()
+      const committed = yield* InboundCommitted
+      yield* committed.consume((m) => decideReply(m.conversationId, m.text, m.sender).pipe(Effect.asVoid, Effect.provide(context)))
+    })
+  ).pipe(Layer.provide(ApprovalStore.layer))
+
+  /** For a host with no one to ask (a test, a bare executor): every request is `unavailable`, no reply decides anything. */
+  static readonly layerNone = Layer.succeed(Approvals, Approvals.of({
+    request: () => Effect.succeed("unavailable" as const),
+    decide: () => Effect.succeedNone
+  }))
 }

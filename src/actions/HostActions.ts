@@ -93,13 +93,13 @@ export const buildHostActions = (
   contributed: ReadonlyArray<ServiceHandler | OwnedHandler>,
   specs: ReadonlyArray<ActionSpec>,
   options: HostActions.Options = {}
-): Effect.Effect<HostActions.Service, ActionSchemaInvalid> =>
+): Effect.Effect<HostActions.Service, ActionSchemaInvalid, Approvals> =>
   Effect.gen(function* () {
     const ownedHandlers = contributed.map(owned)
     const checks = yield* Either.match(compileHandlers(ownedHandlers), { onLeft: Effect.fail, onRight: Effect.succeed })
     const handlers = ownedHandlers.map((h) => h.value)
-    // Optional: without it (a host that cannot ask anyone) high-risk calls are refused outright.
-    const approvals = yield* Effect.serviceOption(Approvals)
+    // A host that cannot ask anyone provides Approvals.layerNone: high-risk calls are refused outright.
+    const approvals = yield* Approvals
     const byId = new Map(handlers.map((h) => [h.name, h]))
     const byTool = new Map(handlers.map((h) => [toolNameOf(h.name), h]))
     const specOf = new Map(specs.map((s) => [s.id, s]))
@@ -143,10 +143,9 @@ export const buildHostActions = (
       if (!admit(workspace.id, yield* Clock.currentTimeMillis)) return yield* refuse("rate_limited", `more than ${rate} calls per minute`)
       if (handler.risk === "high") {
         const conversationId = decodeConversation(context.conversationId)
-        if (Option.isNone(approvals) || Option.isNone(conversationId)) {
-          return yield* refuse("approval_required", "high-risk actions need human approval, which this host cannot ask for")
-        }
-        const verdict = yield* approvals.value.request({
+        const cannotAsk = "high-risk actions need human approval, which this host cannot ask for"
+        if (Option.isNone(conversationId)) return yield* refuse("approval_required", cannotAsk)
+        const verdict = yield* approvals.request({
           conversationId: conversationId.value,
           turnId: Option.getOrNull(decodeTurn(context.turnId)),
           action: handler.name,
@@ -154,6 +153,7 @@ export const buildHostActions = (
           risk: handler.risk,
           deadline: approvalTimeout
         })
+        if (verdict === "unavailable") return yield* refuse("approval_required", cannotAsk)
         if (verdict === "denied") return yield* refuse("approval_required", "not approved")
         if (verdict !== "approved") return yield* refuse("approval_required", "approval timed out")
       }
@@ -169,14 +169,14 @@ export const buildHostActions = (
   })
 
 /**
- * `buildHostActions` for a host built without the HostActions layer (the sandbox executor's
- * fallback): a schema that does not compile is a defect carrying the same ActionSchemaInvalid.
+ * `buildHostActions` over bare handlers (tests, a custom host): a schema that does not compile is
+ * a defect carrying the same ActionSchemaInvalid.
  */
 export const makeHostActions = (
   contributed: ReadonlyArray<ServiceHandler | OwnedHandler>,
   specs: ReadonlyArray<ActionSpec>,
   options: HostActions.Options = {}
-): Effect.Effect<HostActions.Service> => Effect.orDie(buildHostActions(contributed, specs, options))
+): Effect.Effect<HostActions.Service, never, Approvals> => Effect.orDie(buildHostActions(contributed, specs, options))
 
 export class HostActions extends Context.Tag("pynchy/HostActions")<HostActions, HostActions.Service>() {
   static readonly make = (options: HostActions.Options = {}) =>

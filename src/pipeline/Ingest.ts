@@ -1,10 +1,10 @@
-import { Context, Effect, Either, Exit, Layer, Option, Schema } from "effect"
-import { Approvals } from "../actions/Approvals.js"
+import { Context, Effect, Either, Exit, Layer, Schema } from "effect"
 import { type IngestRow, MessageStore } from "../db/MessageStore.js"
 import { InvalidInput, type NoRoute } from "../domain/errors.js"
 import { conversationIdOf } from "../domain/ids.js"
 import { type Ingested, InboundMessageInput } from "../domain/message.js"
 import { problemsOf } from "../domain/problems.js"
+import { type CommittedInbound, InboundCommitted } from "./InboundCommitted.js"
 import { TurnSignal } from "./TurnSignal.js"
 import { Workspaces } from "./Workspaces.js"
 
@@ -37,8 +37,8 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
     const store = yield* MessageStore
     const workspaces = yield* Workspaces
     const signals = yield* TurnSignal
-    // A reply like `approve k3x9q2` decides a pending human approval of that conversation.
-    const approvals = yield* Effect.serviceOption(Approvals)
+    // What acts on a committed message (a reply like `approve k3x9q2` deciding an approval) reads it here.
+    const committed = yield* InboundCommitted
 
     // Group commit: whatever is waiting when the writer comes round shares one transaction, and
     // every caller is resumed after that commit. One caller alone commits at once. This is the
@@ -53,12 +53,13 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
           for (const p of items) p.resume(Exit.failCause(results.cause))
           return
         }
+        const published: Array<CommittedInbound> = []
+        results.value.forEach((r, i) => {
+          if (!r.duplicate) published.push({ conversationId: r.conversationId, messageId: r.messageId, sender: items[i]!.row.sender, text: items[i]!.row.text })
+        })
+        yield* committed.publish(published)
         items.forEach((p, i) => p.resume(Exit.succeed(results.value[i]!)))
-        if (Option.isSome(approvals)) {
-          yield* Effect.forEach(items, (p, i) =>
-            results.value[i]!.duplicate ? Effect.void : approvals.value.decide(p.row.conversationId, p.row.text, p.row.sender), { discard: true })
-        }
-        const fresh = new Set(results.value.filter((r) => !r.duplicate).map((r) => r.conversationId))
+        const fresh = new Set(published.map((m) => m.conversationId))
         yield* Effect.forEach(fresh, signals.signal, { discard: true })
       })
 

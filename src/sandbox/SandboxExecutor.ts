@@ -14,7 +14,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { BUILTIN_CORES } from "../agent/cores/index.js"
-import { HostActions, makeHostActions } from "../actions/HostActions.js"
+import { HostActions } from "../actions/HostActions.js"
 import { HostConfig } from "../config/HostConfig.js"
 import { ExecutorId } from "../domain/ids.js"
 import type { Workspace } from "../domain/workspace.js"
@@ -72,13 +72,8 @@ export const make = (options: SandboxExecutor.Options = {}) =>
     const host = yield* HostConfig
     const registry = yield* PluginRegistry
     const memory = yield* ConversationContext
-    const gateway = yield* Effect.serviceOption(Gateway)
-    const actions = yield* Effect.serviceOption(HostActions).pipe(
-      Effect.flatMap(Option.match({
-        onSome: Effect.succeed,
-        onNone: () => makeHostActions(registry.serviceHandlers.map((c) => c.value), registry.actionSpecs.map((c) => c.value))
-      }))
-    )
+    const gateway = yield* Gateway
+    const actions = yield* HostActions
     const runtimes = options.runtimes ?? registry.containerRuntimes.map((c) => c.value as SandboxRuntime)
     const runnerPath = options.runnerPath ?? path.join(hostPackageRoot(), "dist", "runner.mjs")
     const knownCores = new Set(registry.agentCores.map((c) => c.name))
@@ -87,8 +82,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
 
     const coreFor = (w: Workspace) =>
       w.agentCore ?? options.defaultCore ?? (providers[0]?.kind === "anthropic" ? "anthropic" : "openai")
-    const modelFor = (w: Workspace): string | null =>
-      Option.isNone(gateway) ? null : w.model ?? providers.find((p) => p.models.length > 0)?.models[0] ?? null
+    const modelFor = (w: Workspace): string | null => w.model ?? providers.find((p) => p.models.length > 0)?.models[0] ?? null
 
     // Written whole and renamed into place: a reader (isAlive, recovery in the next host) never
     // sees a record that exists but is still empty.
@@ -150,9 +144,9 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       yield* record(hostDir, "turn.json", turn)
 
       const now = yield* Clock.currentTimeMillis
-      const token = Option.isSome(gateway) && model !== null
+      const token = model !== null
         ? Option.some(yield* Effect.acquireRelease(
-          gateway.value.mintToken({ workspace: w.id, conversationId: input.conversation.id, models: [model], expiresAt: now + w.sandbox.timeoutSeconds * 1000 }),
+          gateway.mintToken({ workspace: w.id, conversationId: input.conversation.id, models: [model], expiresAt: now + w.sandbox.timeoutSeconds * 1000 }),
           (minted) => minted.revoke
         ))
         : Option.none()
@@ -168,7 +162,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         turnFile: path.join(hostDir, "turn.json"),
         skills: skills.map((s) => ({ name: s.name, path: s.path })),
         ipcSocket,
-        gatewaySocket: Option.isSome(token) ? gateway.pipe(Option.flatMap((g) => Option.fromNullable(g.socketPath)), Option.getOrNull) : null,
+        gatewaySocket: Option.isSome(token) ? gateway.socketPath : null,
         entry: runnerPath,
         env: Option.match(token, { onNone: () => ({}), onSome: (t) => ({ PYNCHY_TURN_TOKEN: Redacted.value(t.token) }) }),
         memoryMb: w.sandbox.memoryMb,
@@ -251,7 +245,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
     }
   })
 
-/** AgentExecutor + ExecutorLiveness over sandboxes; needs HostConfig, PluginRegistry and ConversationContext, uses Gateway and HostActions when present. */
+/** AgentExecutor + ExecutorLiveness over sandboxes; needs HostConfig, PluginRegistry, ConversationContext, Gateway and HostActions. */
 export const layer = (options: SandboxExecutor.Options = {}) =>
   Layer.scopedContext(
     Effect.map(make(options), ({ executor, liveness }) => Context.make(AgentExecutor, executor).pipe(Context.add(ExecutorLiveness, liveness)))

@@ -1,6 +1,6 @@
 /** Human approval of high-risk host actions: asked in the conversation, decided by a reply, closed on timeout, durable. */
 import { assert, describe, it } from "@effect/vitest"
-import { type Duration, Effect, Fiber, Option, TestClock } from "effect"
+import { type Duration, Effect, Fiber, Layer, Option, TestClock } from "effect"
 import * as path from "node:path"
 import { makeHostActions } from "../../src/actions/HostActions.js"
 import { ApprovalStore } from "../../src/actions/ApprovalStore.js"
@@ -8,7 +8,13 @@ import { Approvals, decideReply, inputDigest } from "../../src/actions/Approvals
 import { ConversationId, WorkspaceId } from "../../src/domain/ids.js"
 import { Workspace } from "../../src/domain/workspace.js"
 import type { ServiceHandler } from "../../src/plugins/contract.js"
+import { ingestClient } from "../../src/cli/ingest-client.js"
+import { HostConfig } from "../../src/config/HostConfig.js"
+import * as Database from "../../src/db/Database.js"
+import * as Stores from "../../src/db/Stores.js"
+import { Ingest } from "../../src/pipeline/Ingest.js"
 import { tempDir } from "../support/db.js"
+import { recordingConfig } from "../support/host.js"
 import { approvalHost, approvalNotices, firstTurn, noticeCode, room } from "./support.js"
 
 const ask = (turnId: Parameters<Approvals.Service["request"]>[0]["turnId"], input: unknown = { table: "customers-7f3" }, deadline: Duration.DurationInput = "120 seconds") =>
@@ -85,6 +91,39 @@ describe("approvals", () => {
         const waiting = yield* Effect.fork(ask(yield* firstTurn))
         const code = yield* noticeCode(dir, 1)
         assert.deepStrictEqual(yield* decideReply(room, `deny ${code}`, "cli"), Option.some({ code, status: "denied" as const }))
+        while (Option.isNone(yield* Fiber.poll(waiting))) yield* TestClock.adjust("1 second")
+        assert.strictEqual(yield* Fiber.join(waiting), "denied")
+      }).pipe(Effect.provide(host))
+    }))
+
+  it.scoped("a reply committed through the host's Ingest decides, and wakes the waiter at once", () =>
+    Effect.gen(function* () {
+      const dir = tempDir()
+      const host = yield* approvalHost(dir)
+      yield* Effect.gen(function* () {
+        const waiting = yield* Effect.fork(ask(yield* firstTurn))
+        const code = yield* noticeCode(dir, 1)
+        const ingest = yield* Ingest
+        yield* ingest.ingest({ connection: "test", place: "room", providerEventId: "reply-1", sender: "ada", text: `approve ${code}` })
+        // No clock moves here: only the waiter's wake-up (not the re-check of the row) can end it.
+        assert.strictEqual(yield* Fiber.join(waiting), "approved")
+        assert.strictEqual(Option.map(yield* rowOf(code), (r) => r.decidedBy).pipe(Option.getOrNull), "ada")
+      }).pipe(Effect.provide(host))
+    }))
+
+  it.scoped("a reply committed by a client's ingest (another stack on the same database file) decides before the client closes; the host reads the row", () =>
+    Effect.gen(function* () {
+      const dir = tempDir()
+      const file = path.join(dir, "pynchy.db")
+      const host = yield* approvalHost(dir, file)
+      yield* Effect.gen(function* () {
+        const waiting = yield* Effect.fork(ask(yield* firstTurn))
+        const code = yield* noticeCode(dir, 1)
+        // What `pynchy send` runs: the client stack, closed as soon as its ingest returns.
+        const client = Layer.provideMerge(ingestClient, Layer.provideMerge(Layer.provideMerge(Stores.layer, Database.layerFile(file)), HostConfig.layerFrom(recordingConfig(dir))))
+        yield* Effect.scoped(Effect.flatMap(Layer.build(client), (ctx) =>
+          Effect.flatMap(Effect.provide(Ingest, ctx), (i) => i.ingest({ connection: "test", place: "room", providerEventId: "cli-1", sender: "cli", text: `deny ${code}` }))))
+        assert.deepStrictEqual(Option.map(yield* rowOf(code), (r) => [r.status, r.decidedBy]).pipe(Option.getOrNull), ["denied", "cli"])
         while (Option.isNone(yield* Fiber.poll(waiting))) yield* TestClock.adjust("1 second")
         assert.strictEqual(yield* Fiber.join(waiting), "denied")
       }).pipe(Effect.provide(host))
@@ -188,10 +227,12 @@ describe("host actions with approvals", () => {
       }).pipe(Effect.provide(host))
     }))
 
-  it.effect("without an Approvals service a high-risk call is refused outright", () =>
+  it.effect("on a host with no one to ask (Approvals.layerNone) a high-risk call is refused outright", () =>
     Effect.gen(function* () {
+      runs = 0
       const actions = yield* makeHostActions([drop], [])
       const refusal = yield* Effect.flip(actions.call(ws, "db__drop", {}, { turnId: 1, conversationId: "test:room" }))
-      assert.strictEqual(refusal.code, "approval_required")
-    }))
+      assert.deepStrictEqual([refusal.code, refusal.reason], ["approval_required", "high-risk actions need human approval, which this host cannot ask for"])
+      assert.strictEqual(runs, 0)
+    }).pipe(Effect.provide(Approvals.layerNone)))
 })

@@ -3,7 +3,6 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, TestServices } from "effect"
 import { makeTestHost } from "../../layers/test.js"
 import { ApprovalStore } from "../../src/actions/ApprovalStore.js"
-import { Approvals } from "../../src/actions/Approvals.js"
 import { TurnStore } from "../../src/db/TurnStore.js"
 import { ConversationId, type TurnId } from "../../src/domain/ids.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
@@ -20,12 +19,12 @@ const waitFor = <A>(probe: () => A | undefined): Effect.Effect<A> =>
     })
   )
 
-/** The test host (memory, or a database file) with Approvals built over it, in the current scope. */
+/** The test host (memory, or a database file), whose Approvals decide the replies its Ingest commits, and the ApprovalStore, in the current scope. */
 export const approvalHost = (dir: string, databaseFile?: string) =>
   Effect.gen(function* () {
     const host = yield* Layer.build(makeTestHost(recordingConfig(dir), databaseFile === undefined ? {} : { databaseFile }))
-    const approvals = yield* Layer.build(Layer.provide(Layer.merge(Approvals.layer, ApprovalStore.layer), Layer.succeedContext(host)))
-    return Context.merge(host, approvals)
+    const store = yield* Layer.build(Layer.provide(ApprovalStore.layer, Layer.succeedContext(host)))
+    return Context.merge(host, store)
   })
 
 /** The first turn of `room` in a fresh database: one message in, its reply settled; its id. */

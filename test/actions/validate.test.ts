@@ -7,7 +7,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
 import { makeTestHost } from "../../layers/test.js"
-import { buildHostActions } from "../../src/actions/HostActions.js"
+import { Approvals } from "../../src/actions/Approvals.js"
+import { buildHostActions as buildOver } from "../../src/actions/HostActions.js"
 import { ActionSchemaInvalid } from "../../src/actions/validate.js"
 import { WorkspaceId } from "../../src/domain/ids.js"
 import { Workspace } from "../../src/domain/workspace.js"
@@ -17,6 +18,7 @@ import { tempDir } from "../support/db.js"
 import { recordingConfig } from "../support/host.js"
 
 const ctx = { turnId: 1, conversationId: "test:room" }
+const buildHostActions = (...args: Parameters<typeof buildOver>) => Effect.provide(buildOver(...args), Approvals.layerNone)
 const ws = Workspace.make({ id: WorkspaceId.make("main"), actions: ["files.read"] })
 
 /** A low-risk action with this input schema that counts its runs. */

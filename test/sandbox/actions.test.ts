@@ -2,7 +2,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Fiber, TestClock } from "effect"
 import { providersFromEnv } from "../../src/config/env-providers.js"
-import { makeHostActions } from "../../src/actions/HostActions.js"
+import { Approvals } from "../../src/actions/Approvals.js"
+import { makeHostActions as makeOver } from "../../src/actions/HostActions.js"
 import { Workspace } from "../../src/domain/workspace.js"
 import { WorkspaceId } from "../../src/domain/ids.js"
 import type { ServiceHandler } from "../../src/plugins/contract.js"
@@ -18,6 +19,9 @@ const drop: ServiceHandler = { name: "db.drop", description: "drops", inputSchem
 const slow: ServiceHandler = { name: "slow.op", description: "never answers", inputSchema: { type: "object" }, risk: "low", handler: () => new Promise(() => {}) }
 const broken: ServiceHandler = { name: "broken.op", description: "throws", inputSchema: { type: "object" }, risk: "medium", handler: () => { throw new Error("boom: secret") } }
 const pay: ServiceHandler = { name: "pay.send", description: "pays", inputSchema: { type: "object" }, risk: "medium", handler: () => "paid" }
+
+// A host with no one to ask: high-risk calls are refused outright.
+const makeHostActions = (...args: Parameters<typeof makeOver>) => Effect.provide(makeOver(...args), Approvals.layerNone)
 
 const ws = (actions: Array<string>) => Workspace.make({ id: WorkspaceId.make("main"), actions })
 const ctx = { turnId: 1, conversationId: "test:room" }

@@ -10,8 +10,7 @@ import { AgentExecutor, ExecutorLiveness, type TurnInput } from "../../src/pipel
 import type { BuiltinPlugin } from "../../src/plugins/builtin.js"
 import { tempDir } from "../support/db.js"
 import { skipWithout } from "../support/system.js"
-import { runnerBundle, sandboxExecutor } from "./support.js"
-import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
+import { bareSandboxExecutor, runnerBundle } from "./support.js"
 import { turnInput } from "../support/turn-input.js"
 
 const skillFolder = (root: string, name: string, tier: string) => {
@@ -25,7 +24,7 @@ const inputFor = (executor: ExecutorId, workspace: Workspace, texts: ReadonlyArr
   turnInput({ executor, workspace, messages: texts, replies })
 
 const executorFor = (dir: string, runnerPath: string, plugins: ReadonlyArray<BuiltinPlugin> = []) =>
-  sandboxExecutor(Either.getOrThrow(decodeConfig({ dataDir: dir }, "test")), { runnerPath, defaultCore: "scripted" }, { plugins }).pipe(Layer.provide(ConversationContext.layerNone))
+  bareSandboxExecutor(Either.getOrThrow(decodeConfig({ dataDir: dir }, "test")), { runnerPath, defaultCore: "scripted" }, plugins)
 
 describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("sandbox executor", () => {
   it.scopedLive("skills: the core tier always, others when the workspace lists them, the workspace's own", () =>

@@ -9,7 +9,11 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { BUILTINS, type BuiltinPlugin } from "../../src/plugins/builtin.js"
-import type { Gateway } from "../../src/gateway/Gateway.js"
+import { Approvals } from "../../src/actions/Approvals.js"
+import { HostActions } from "../../src/actions/HostActions.js"
+import { GatewayConfig } from "../../src/gateway/config.js"
+import { Gateway, GatewaySettings } from "../../src/gateway/Gateway.js"
+import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
 import { PluginRegistry } from "../../src/plugins/PluginRegistry.js"
 import * as SandboxExecutor from "../../src/sandbox/SandboxExecutor.js"
 import { tempDir } from "../support/db.js"
@@ -33,8 +37,24 @@ export const sandboxExecutor = (
   options: SandboxExecutor.SandboxExecutor.Options,
   extra: { readonly plugins?: ReadonlyArray<BuiltinPlugin>; readonly gateway?: Layer.Layer<Gateway, unknown> } = {}
 ) => {
-  const deps = Layer.merge(PluginRegistry.layerWith({ root: os.tmpdir(), builtins: [...BUILTINS, ...(extra.plugins ?? [])] }), extra.gateway ?? Layer.empty)
+  const deps = Layer.merge(registryOf(extra.plugins), extra.gateway ?? Layer.empty)
   return Layer.provide(SandboxExecutor.layer(options), deps).pipe(Layer.provide(HostConfig.layerFrom(config)), Layer.orDie)
+}
+
+const registryOf = (plugins: ReadonlyArray<BuiltinPlugin> = []) => PluginRegistry.layerWith({ root: os.tmpdir(), builtins: [...BUILTINS, ...plugins] })
+
+/**
+ * The sandbox executor with no host around it: no conversation memory, a gateway without
+ * providers (no model, no token), the plugins' host actions with no one to ask for approval.
+ */
+export const bareSandboxExecutor = (config: PynchyConfig, options: SandboxExecutor.SandboxExecutor.Options, plugins: ReadonlyArray<BuiltinPlugin> = []) => {
+  const registry = registryOf(plugins)
+  const host = Layer.mergeAll(
+    ConversationContext.layerNone,
+    Layer.provide(HostActions.layer, Approvals.layerNone),
+    Layer.provide(Gateway.layer, GatewaySettings.layerFrom({ dataDir: config.dataDir, providers: [], gateway: GatewayConfig.make({}) }))
+  ).pipe(Layer.provideMerge(registry))
+  return Layer.provide(SandboxExecutor.layer(options), host).pipe(Layer.provide(HostConfig.layerFrom(config)), Layer.orDie)
 }
 
 /** Writes a probe script (plain ESM) to a temp file and returns its path. */

@@ -17,8 +17,7 @@ import { processId } from "../../src/sandbox/runtimes/procinfo.js"
 import { tempDir } from "../support/db.js"
 import { skipWithout } from "../support/system.js"
 import { turnInput } from "../support/turn-input.js"
-import { probeScript, runnerBundle, sandboxExecutor } from "./support.js"
-import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
+import { bareSandboxExecutor, probeScript, runnerBundle } from "./support.js"
 
 const workspace = Workspace.make({ id: WorkspaceId.make("main") })
 
@@ -40,7 +39,7 @@ process.exit(0)
 
 const run = (dir: string, runnerPath: string, config: Record<string, unknown> = {}) =>
   Effect.gen(function* () {
-    const ctx = yield* Layer.build(sandboxExecutor(Either.getOrThrow(decodeConfig({ dataDir: dir, ...config }, "test")), { runnerPath, defaultCore: "scripted" }).pipe(Layer.provide(ConversationContext.layerNone)))
+    const ctx = yield* Layer.build(bareSandboxExecutor(Either.getOrThrow(decodeConfig({ dataDir: dir, ...config }, "test")), { runnerPath, defaultCore: "scripted" }))
     const { allocate, execute, adopt } = yield* Effect.provide(AgentExecutor, ctx)
     const { isAlive } = yield* Effect.provide(ExecutorLiveness, ctx)
     const id = yield* allocate(ConversationId.make("test:room"))

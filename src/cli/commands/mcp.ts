@@ -3,12 +3,10 @@ import { Effect, Layer } from "effect"
 import { HostConfig } from "../../config/HostConfig.js"
 import * as Database from "../../db/Database.js"
 import * as Stores from "../../db/Stores.js"
-import { remoteSignalLayer } from "../../host/ControlSocket.js"
-import { Ingest } from "../../pipeline/Ingest.js"
-import { Workspaces } from "../../pipeline/Workspaces.js"
 import { AgentSessions } from "../../runtimes/agent-session/AgentSessions.js"
 import { AttachmentStore } from "../../runtimes/agent-session/AttachmentStore.js"
 import { layerFromEnv } from "../../runtimes/agent-session/loader.js"
+import { ingestClient } from "../ingest-client.js"
 
 const agent = Options.text("agent").pipe(
   Options.withDefault("pynchy"),
@@ -23,9 +21,9 @@ const layerFor = (options: { readonly agent: string; readonly attachments: "dire
   const database = Layer.provideMerge(Stores.layer, Database.layer)
   const store = options.attachments === "database" ? AttachmentStore.layerDatabase : AttachmentStore.layerDirectoryConfig(options.agent)
   const sessions = Layer.provideMerge(AgentSessions.layer, Layer.merge(store, layerFromEnv))
-  // This process never runs turns: a sent message is committed, then the running host (if any) is woken.
-  const ingest = Layer.provide(Ingest.layer, Layer.merge(Workspaces.layer, remoteSignalLayer))
-  return Layer.merge(sessions, ingest).pipe(Layer.provideMerge(database), Layer.provideMerge(HostConfig.layer))
+  // This process never runs turns: a sent message is committed (an approval reply decided), then
+  // the running host (if any) is woken.
+  return Layer.merge(sessions, ingestClient).pipe(Layer.provideMerge(database), Layer.provideMerge(HostConfig.layer))
 }
 
 /** `pynchy mcp`: an MCP server on stdio over the host database and the agent-session runtimes. */
