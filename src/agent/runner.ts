@@ -28,6 +28,7 @@ const transcriptFile = path.join(sessionDir, "transcript.jsonl")
 
 const transcript = (entry: Record<string, unknown>) => {
   try {
+    // Wall-clock time: the runner is a plain Node program in the sandbox, with no Effect runtime.
     fs.appendFileSync(transcriptFile, `${JSON.stringify({ at: Date.now(), ...entry })}\n`)
   } catch {
     // the transcript is a record, not a requirement

@@ -1,5 +1,5 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Delivery, type DeliveryKind } from "../domain/delivery.js"
 import { ConversationId, DeliveryId, TurnId } from "../domain/ids.js"
 
@@ -66,7 +66,7 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
     return DeliveryStore.of({
       record: Effect.fn("DeliveryStore.record")(function* (items) {
         if (items.length === 0) return []
-        const now = Date.now()
+        const now = yield* Clock.currentTimeMillis
         const payload = JSON.stringify(items.map((d) => [d.idempotencyKey, d.conversationId, d.turnId, d.kind, d.text]))
         const inserted = yield* sql<{ id: number }>`INSERT INTO deliveries (idempotency_key, conversation_id, turn_id, kind, text, status, attempts, created_at, updated_at)
           SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
@@ -78,13 +78,13 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
         return rows.map((r) => ({ delivery: Delivery.make(r), created: created.has(r.id) }))
       }, Effect.orDie),
       beginAttempt: (id) =>
-        sql<{ attempts: number }>`UPDATE deliveries SET attempts = attempts + 1, updated_at = ${Date.now()} WHERE id = ${id} RETURNING attempts`.pipe(
+        Effect.flatMap(Clock.currentTimeMillis, (now) => sql<{ attempts: number }>`UPDATE deliveries SET attempts = attempts + 1, updated_at = ${now} WHERE id = ${id} RETURNING attempts`).pipe(
           Effect.map((r) => r[0]?.attempts ?? 0),
           Effect.orDie
         ),
       settle: (id, status, error) =>
-        sql`UPDATE deliveries SET status = ${status}, error = ${error ?? null}, updated_at = ${Date.now()}
-          WHERE id = ${id} AND status = 'pending' RETURNING id`.pipe(Effect.map((r) => r.length > 0), Effect.orDie),
+        Effect.flatMap(Clock.currentTimeMillis, (now) => sql`UPDATE deliveries SET status = ${status}, error = ${error ?? null}, updated_at = ${now}
+          WHERE id = ${id} AND status = 'pending' RETURNING id`).pipe(Effect.map((r) => r.length > 0), Effect.orDie),
       pendingOf: (conversationId) =>
         pendingOfRows(conversationId).pipe(Effect.map((rows) => rows.map((r) => Delivery.make(r))), Effect.orDie),
       conversationsWithPending: (connection) =>

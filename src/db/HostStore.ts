@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { HostEpoch } from "../domain/ids.js"
 
 export interface HostRun {
@@ -33,13 +33,13 @@ export class HostStore extends Context.Tag("pynchy/HostStore")<HostStore, HostSt
     const sql = yield* SqlClient.SqlClient
     return HostStore.of({
       recordStart: ({ epoch, pid, version }) =>
-        sql`INSERT INTO host_runs (epoch, pid, version, started_at) VALUES (${epoch}, ${pid}, ${version}, ${Date.now()})`.pipe(Effect.asVoid, Effect.orDie),
-      recordReady: (epoch) => sql`UPDATE host_runs SET ready_at = ${Date.now()} WHERE epoch = ${epoch}`.pipe(Effect.asVoid, Effect.orDie),
-      recordStop: (epoch) => sql`UPDATE host_runs SET stopped_at = ${Date.now()} WHERE epoch = ${epoch}`.pipe(Effect.asVoid, Effect.orDie),
+        Effect.flatMap(Clock.currentTimeMillis, (now) => sql`INSERT INTO host_runs (epoch, pid, version, started_at) VALUES (${epoch}, ${pid}, ${version}, ${now})`).pipe(Effect.asVoid, Effect.orDie),
+      recordReady: (epoch) => Effect.flatMap(Clock.currentTimeMillis, (now) => sql`UPDATE host_runs SET ready_at = ${now} WHERE epoch = ${epoch}`).pipe(Effect.asVoid, Effect.orDie),
+      recordStop: (epoch) => Effect.flatMap(Clock.currentTimeMillis, (now) => sql`UPDATE host_runs SET stopped_at = ${now} WHERE epoch = ${epoch}`).pipe(Effect.asVoid, Effect.orDie),
       lastRun: sql<HostRun>`SELECT epoch, pid, version, started_at AS startedAt, ready_at AS readyAt, stopped_at AS stoppedAt
           FROM host_runs ORDER BY started_at DESC, rowid DESC LIMIT 1`.pipe(Effect.map((r) => Option.fromNullable(r[0])), Effect.orDie),
       appendEvent: (type, payload) =>
-        sql`INSERT INTO events (type, payload, at) VALUES (${type}, ${JSON.stringify(payload)}, ${Date.now()})`.pipe(Effect.asVoid, Effect.orDie),
+        Effect.flatMap(Clock.currentTimeMillis, (now) => sql`INSERT INTO events (type, payload, at) VALUES (${type}, ${JSON.stringify(payload)}, ${now})`).pipe(Effect.asVoid, Effect.orDie),
       recentEvents: (limit) =>
         sql<{ id: number; type: string; payload: string; at: number }>`SELECT id, type, payload, at FROM events ORDER BY id DESC LIMIT ${limit}`.pipe(
           Effect.map((rows) => rows.map((r) => ({ ...r, payload: JSON.parse(r.payload) as unknown }))),

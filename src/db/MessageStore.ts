@@ -1,5 +1,5 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { ConnectionName, ConversationId, MessageId, TurnId, WorkspaceId } from "../domain/ids.js"
 import { Cursor, Direction, Message, type Ingested } from "../domain/message.js"
 import { Conversation } from "../domain/workspace.js"
@@ -92,7 +92,7 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
 
     const ingestBatch = Effect.fn("MessageStore.ingestBatch")(function* (rows: ReadonlyArray<IngestRow>) {
       if (rows.length === 0) return []
-      const now = Date.now()
+      const now = yield* Clock.currentTimeMillis
       return yield* sql.withTransaction(
         Effect.gen(function* () {
           // Known receipts, in one statement. The fingerprint rides along: conflicts cost nothing extra.
@@ -212,8 +212,9 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
     return MessageStore.of({
       ingestBatch,
       appendOutbound: Effect.fn("MessageStore.appendOutbound")(function* (input) {
+        const now = yield* Clock.currentTimeMillis
         const rows = yield* sql<{ id: number }>`INSERT INTO messages (conversation_id, direction, sender, text, metadata, created_at)
-          VALUES (${input.conversationId}, 'out', ${input.sender}, ${input.text}, ${JSON.stringify(input.metadata ?? {})}, ${Date.now()}) RETURNING id`
+          VALUES (${input.conversationId}, 'out', ${input.sender}, ${input.text}, ${JSON.stringify(input.metadata ?? {})}, ${now}) RETURNING id`
         return MessageId.make(rows[0]!.id)
       }, Effect.orDie),
       get: (id) => findMessage(id).pipe(Effect.map(Option.map((r) => Message.make(r))), Effect.orDie),
@@ -222,9 +223,10 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
       conversation: (id) => findConversation(id).pipe(Effect.map(Option.map((r) => Conversation.make(r))), Effect.orDie),
       conversations: allConversations(undefined).pipe(Effect.map((rs) => rs.map((r) => Conversation.make(r))), Effect.orDie),
       ensureConversation: (c) =>
-        sql`INSERT OR IGNORE INTO conversations (id, connection, place, workspace, created_at) VALUES (${c.id}, ${c.connection}, ${c.place}, ${c.workspace}, ${Date.now()})`.pipe(Effect.asVoid, Effect.orDie),
+        Effect.flatMap(Clock.currentTimeMillis, (now) => sql`INSERT OR IGNORE INTO conversations (id, connection, place, workspace, created_at) VALUES (${c.id}, ${c.connection}, ${c.place}, ${c.workspace}, ${now})`).pipe(Effect.asVoid, Effect.orDie),
       cursor: (connection, stream) => findCursor({ connection, stream }).pipe(Effect.map(Option.map((r) => Cursor.make(r))), Effect.orDie),
-      advanceCursor: (connection, stream, position, order) => upsertCursor(connection, stream, position, order, Date.now()).pipe(Effect.orDie)
+      advanceCursor: (connection, stream, position, order) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => upsertCursor(connection, stream, position, order, now)).pipe(Effect.orDie)
     })
   })
 

@@ -1,5 +1,5 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Context, Data, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { ConversationId, ExecutorId, HostEpoch, MessageId, TurnId } from "../domain/ids.js"
 import { Turn, TurnOwner, TurnStatus } from "../domain/turn.js"
 
@@ -147,7 +147,7 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
     const finish = (turnId: TurnId, epoch: HostEpoch, status: "completed" | "failed", error: string | null) =>
       sql.withTransaction(
         Effect.gen(function* () {
-          const now = Date.now()
+          const now = yield* Clock.currentTimeMillis
           const updated = yield* sql`UPDATE turns SET status = ${status}, error = ${error}, updated_at = ${now}
             WHERE id = ${turnId} AND status = 'running' AND owner_epoch = ${epoch} RETURNING id`
           if (updated.length === 0) return false
@@ -171,7 +171,7 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
         )
         const dead = verdicts.filter(([, alive]) => !alive).map(([t]) => t.id)
         const alive = verdicts.filter(([, a]) => a).map(([t]) => t)
-        const now = Date.now()
+        const now = yield* Clock.currentTimeMillis
         return yield* sql.withTransaction(
           Effect.gen(function* () {
             const ids = JSON.stringify(dead)
@@ -191,11 +191,11 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
       complete: (turnId, epoch) => finish(turnId, epoch, "completed", null),
       fail: (turnId, epoch, error) => finish(turnId, epoch, "failed", error),
       retryLater: (turnId, epoch, error, notBefore) =>
-        sql`UPDATE turns SET status = 'queued', owner_epoch = NULL, executor_id = NULL, error = ${error}, not_before = ${notBefore}, updated_at = ${Date.now()}
-          WHERE id = ${turnId} AND status = 'running' AND owner_epoch = ${epoch} RETURNING id`.pipe(Effect.map((r) => r.length > 0), Effect.orDie),
+        Effect.flatMap(Clock.currentTimeMillis, (now) => sql`UPDATE turns SET status = 'queued', owner_epoch = NULL, executor_id = NULL, error = ${error}, not_before = ${notBefore}, updated_at = ${now}
+          WHERE id = ${turnId} AND status = 'running' AND owner_epoch = ${epoch} RETURNING id`).pipe(Effect.map((r) => r.length > 0), Effect.orDie),
       adopt: (turnId, owner) =>
-        sql`UPDATE turns SET owner_epoch = ${owner.epoch}, executor_id = ${owner.executor}, updated_at = ${Date.now()}
-          WHERE id = ${turnId} AND status = 'running' RETURNING id`.pipe(Effect.map((r) => r.length > 0), Effect.orDie),
+        Effect.flatMap(Clock.currentTimeMillis, (now) => sql`UPDATE turns SET owner_epoch = ${owner.epoch}, executor_id = ${owner.executor}, updated_at = ${now}
+          WHERE id = ${turnId} AND status = 'running' RETURNING id`).pipe(Effect.map((r) => r.length > 0), Effect.orDie),
       releaseOrphans,
       get: (turnId) => findTurn(turnId).pipe(Effect.map(Option.map(toTurn)), Effect.orDie),
       claimsOf: (turnId) => claimIds(turnId).pipe(Effect.orDie),

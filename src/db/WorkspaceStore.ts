@@ -1,5 +1,5 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { ConversationId, WorkspaceId } from "../domain/ids.js"
 import { SessionBinding, Workspace } from "../domain/workspace.js"
 import { JsonColumn } from "./rows.js"
@@ -39,7 +39,8 @@ export class WorkspaceStore extends Context.Tag("pynchy/WorkspaceStore")<Workspa
     return WorkspaceStore.of({
       register: (w) =>
         encode(w).pipe(
-          Effect.flatMap((definition) => sql`INSERT INTO workspaces (id, definition, created_at) VALUES (${w.id}, ${definition}, ${Date.now()})
+          Effect.zip(Clock.currentTimeMillis),
+          Effect.flatMap(([definition, now]) => sql`INSERT INTO workspaces (id, definition, created_at) VALUES (${w.id}, ${definition}, ${now})
             ON CONFLICT (id) DO UPDATE SET definition = excluded.definition`),
           Effect.asVoid,
           Effect.orDie
@@ -47,8 +48,8 @@ export class WorkspaceStore extends Context.Tag("pynchy/WorkspaceStore")<Workspa
       registered: all(undefined).pipe(Effect.map((rows) => rows.map((r) => r.definition)), Effect.orDie),
       get: (id) => one(id).pipe(Effect.map(Option.map((r) => r.definition)), Effect.orDie),
       bindSession: (b) =>
-        sql`INSERT INTO session_bindings (conversation_id, kind, ref, updated_at) VALUES (${b.conversationId}, ${b.kind}, ${b.ref}, ${Date.now()})
-          ON CONFLICT (conversation_id) DO UPDATE SET kind = excluded.kind, ref = excluded.ref, updated_at = excluded.updated_at`.pipe(Effect.asVoid, Effect.orDie),
+        Effect.flatMap(Clock.currentTimeMillis, (now) => sql`INSERT INTO session_bindings (conversation_id, kind, ref, updated_at) VALUES (${b.conversationId}, ${b.kind}, ${b.ref}, ${now})
+          ON CONFLICT (conversation_id) DO UPDATE SET kind = excluded.kind, ref = excluded.ref, updated_at = excluded.updated_at`).pipe(Effect.asVoid, Effect.orDie),
       sessionBinding: (id) => binding(id).pipe(Effect.map(Option.map((r) => SessionBinding.make(r))), Effect.orDie),
       unbindSession: (id) => sql`DELETE FROM session_bindings WHERE conversation_id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
     })

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { HostStore } from "../db/HostStore.js"
 import { Gateway } from "../gateway/Gateway.js"
 import { Recovery } from "../pipeline/Recovery.js"
@@ -66,7 +66,7 @@ export class Host extends Context.Tag("pynchy/Host")<Host, Host.Service>() {
       yield* publish
       yield* Effect.forkScoped(Effect.repeat(publish, Schedule.spaced("1 second")))
       yield* Effect.addFinalizer(() => status.setState("stopping"))
-      const readyAt = Date.now()
+      const readyAt = yield* Clock.currentTimeMillis
       yield* Effect.logInfo("ready").pipe(Effect.annotateLogs({ epoch: identity.epoch, pid: identity.pid, version: identity.version }))
       return { epoch: identity.epoch, readyAt }
     })

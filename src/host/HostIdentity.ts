@@ -1,4 +1,4 @@
-import { Context, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
 import { HostEpoch } from "../domain/ids.js"
 import { VERSION } from "../version.js"
@@ -13,9 +13,9 @@ export declare namespace HostIdentity {
 }
 
 export class HostIdentity extends Context.Tag("pynchy/HostIdentity")<HostIdentity, HostIdentity.Service>() {
-  static readonly layer = Layer.sync(HostIdentity, () => ({
-    epoch: HostEpoch.make(`${Date.now().toString(36)}-${randomBytes(4).toString("hex")}`),
+  static readonly layer = Layer.effect(HostIdentity, Effect.map(Clock.currentTimeMillis, (now) => ({
+    epoch: HostEpoch.make(`${now.toString(36)}-${randomBytes(4).toString("hex")}`),
     pid: process.pid,
     version: VERSION
-  }))
+  })))
 }

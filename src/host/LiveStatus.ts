@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { HostConfig } from "../config/HostConfig.js"
 import { type LiveStatus as Snapshot, writeStatusFile } from "./status-file.js"
 
@@ -19,7 +19,7 @@ export class LiveStatus extends Context.Tag("pynchy/LiveStatus")<LiveStatus, Liv
       let state: Snapshot["state"] = "starting"
       const sections: Record<string, unknown> = {}
       // Publishing must never take the host down: a full disk only loses the status file.
-      const publish = Effect.sync(() => writeStatusFile(dataDir, { pid: process.pid, state, updatedAt: Date.now(), sections })).pipe(
+      const publish = Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => writeStatusFile(dataDir, { pid: process.pid, state, updatedAt: now, sections }))).pipe(
         Effect.catchAllDefect((e) => Effect.logWarning("cannot write status.json", e))
       )
       yield* publish

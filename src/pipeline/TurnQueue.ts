@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, Layer } from "effect"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
 import { HostConfig } from "../config/HostConfig.js"
 import { TurnStore } from "../db/TurnStore.js"
 import type { ConversationId } from "../domain/ids.js"
@@ -76,7 +76,7 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
       })
 
     const retryAt = (conversationId: ConversationId, at: number) =>
-      Effect.sleep(Duration.millis(Math.max(0, at - Date.now()))).pipe(Effect.zipRight(signal(conversationId)), Effect.forkIn(scope))
+      Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Duration.millis(Math.max(0, at - now)))).pipe(Effect.zipRight(signal(conversationId)), Effect.forkIn(scope))
 
     const launch = (conversationId: ConversationId, started: StartedTurn) =>
       Effect.suspend(() => {
@@ -103,7 +103,7 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
           return
         }
         const executorId = yield* executor.allocate(conversationId)
-        const acquired = yield* turns.acquire(conversationId, TurnOwner.make({ epoch: identity.epoch, executor: executorId }), Date.now())
+        const acquired = yield* turns.acquire(conversationId, TurnOwner.make({ epoch: identity.epoch, executor: executorId }), yield* Clock.currentTimeMillis)
         switch (acquired._tag) {
           case "Started":
             return yield* launch(conversationId, { turn: acquired.turn, messageIds: acquired.messageIds, executor: executorId, epoch: identity.epoch })

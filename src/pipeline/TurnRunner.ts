@@ -1,4 +1,4 @@
-import { Cause, Context, Data, Duration, Effect, Layer, Option } from "effect"
+import { Cause, Clock, Context, Data, Duration, Effect, Layer, Option } from "effect"
 import { HostConfig } from "../config/HostConfig.js"
 import { ContextStore } from "../db/ContextStore.js"
 import { MessageStore } from "../db/MessageStore.js"
@@ -126,7 +126,7 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
       )
       if (failure.retryable && turn.attempts < config.limits.maxTurnAttempts) {
         // A survivor that could not be taken over is an interruption, not a failure of the agent: again at once.
-        const at = Date.now() + (started.adopted ? 0 : retryDelayMs(config.limits.retryBaseMs, turn.attempts))
+        const at = (yield* Clock.currentTimeMillis) + (started.adopted ? 0 : retryDelayMs(config.limits.retryBaseMs, turn.attempts))
         return (yield* turns.retryLater(turn.id, epoch, `${failure.code}: ${failure.reason}`, at)) ? TurnOutcome.RetryAt({ at }) : TurnOutcome.Lost()
       }
       if (!(yield* turns.fail(turn.id, epoch, `${failure.code}: ${failure.reason}`))) return TurnOutcome.Lost()

@@ -1,5 +1,5 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect, Option, Schema } from "effect"
+import { Clock, Console, Effect, Option, Schema } from "effect"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -33,7 +33,7 @@ export const deploy = Command.make("deploy", { rev, repo }, ({ rev, repo }) =>
     const previous = yield* attempt("cannot read HEAD", () => git(dir, ["rev-parse", "HEAD"]))
     const next = yield* attempt(`unknown revision '${rev}'`, () => git(dir, ["rev-parse", "--verify", `${rev}^{commit}`]))
     if (previous === next) return yield* Console.log(`already at ${next.slice(0, 12)}`)
-    writeMarker(dataDir, DeployMarker.make({ previous, next, repo: dir, at: Date.now() }))
+    writeMarker(dataDir, DeployMarker.make({ previous, next, repo: dir, at: yield* Clock.currentTimeMillis }))
     yield* attempt(`checkout of ${next.slice(0, 12)} failed`, () => git(dir, ["checkout", "--quiet", "--detach", next]))
     if (fs.existsSync(path.join(dir, "package.json"))) {
       const lockChanged = git(dir, ["diff", "--name-only", previous, next, "--", "package-lock.json"]) !== ""

@@ -164,6 +164,8 @@ export const sweepCgroups = (): number => {
       // A young one may be another host's, made a moment before its launcher joins it.
       let young = true
       try {
+        // The host's one Date.now(): a folder's age is the kernel's ctime against the wall clock,
+        // in a container runtime's Promise API (no Effect runtime, so no Clock to ask).
         young = fs.statSync(dir).ctimeMs > Date.now() - SWEEP_MIN_AGE_MS
       } catch {
         continue
