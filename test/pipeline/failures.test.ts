@@ -1,10 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Either, Layer, Logger, LogLevel } from "effect"
+import { Chunk, Clock, Effect, Either, Layer, Logger, LogLevel, TestClock, TestServices } from "effect"
 import { makeTestHost } from "../../layers/test.js"
 import { decodeConfig } from "../../src/config/HostConfig.js"
 import { DeliveryStore } from "../../src/db/DeliveryStore.js"
 import { TurnStore } from "../../src/db/TurnStore.js"
-import { ConversationId } from "../../src/domain/ids.js"
+import { ConversationId, ExecutorId } from "../../src/domain/ids.js"
+import { AgentExecutor, ExecutorLiveness, TurnFailed } from "../../src/pipeline/AgentExecutor.js"
 import type { Channel } from "../../src/pipeline/channel-contract.js"
 import { Channels } from "../../src/pipeline/Channels.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
@@ -15,21 +16,62 @@ const quiet = Logger.minimumLogLevel(LogLevel.None)
 const msg = (id: string, text: string) => ({ connection: "test", place: "room", providerEventId: id, sender: "u", text })
 const conv = ConversationId.make("test:room")
 
+/** Polls `probe` (on the test's services) until it holds, sleeping on the real clock in between; fails naming what it waited for. */
+const until = <A>(label: string, probe: Effect.Effect<A | boolean | undefined>, bound = 2_000): Effect.Effect<A> =>
+  Effect.gen(function* () {
+    for (let i = 0; i < bound; i++) {
+      const value = yield* probe
+      if (value !== undefined && value !== false) return value as A
+      yield* TestServices.provideLive(Effect.sleep("10 millis"))
+    }
+    return yield* Effect.dieMessage(`gave up waiting for ${label}`)
+  })
+
 describe("pipeline failures", () => {
-  it.scopedLive("a retryable failure is retried with backoff, then fails for good and the user is told", () =>
+  it.scoped("a retryable failure is retried after base × 2^(attempt−1), then fails for good and the user is told", () =>
     Effect.gen(function* () {
-      const ctx = yield* Layer.build(makeTestHost(recordingConfig(tempDir(), { maxTurnAttempts: 3, retryBaseMs: 5 })).pipe(Layer.provide(quiet)))
+      // When each attempt started, on the test's clock.
+      const attempts: Array<number> = []
+      const executor = Layer.merge(
+        Layer.succeed(AgentExecutor, AgentExecutor.of({
+          allocate: () => Effect.succeed(ExecutorId.make(`inproc:${attempts.length}`)),
+          execute: (input) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) => {
+              const text = input.messages[0]!.text
+              if (!text.startsWith("!fail")) return input.reply(`echo: ${text}`)
+              attempts.push(now)
+              return new TurnFailed({ code: "scripted_failure", reason: "asked to fail", retryable: true })
+            }),
+          adopt: () => new TurnFailed({ code: "not_adoptable", reason: "in-process", retryable: true })
+        })),
+        Layer.succeed(ExecutorLiveness, ExecutorLiveness.of({ isAlive: () => Effect.succeed(false) }))
+      )
+      // Not a multiple of the host's own periodic timers, so the retry timer is told apart.
+      const base = 1_234
+      const ctx = yield* Layer.build(makeTestHost(recordingConfig(tempDir(), { maxTurnAttempts: 3, retryBaseMs: base }), { executor }).pipe(Layer.provide(quiet)))
       const { ingest } = yield* Effect.provide(Ingest, ctx)
+      const turns = yield* Effect.provide(TurnStore, ctx)
       yield* ingest(msg("1", "!fail please"))
-      const settled = yield* awaitSettled(conv, 1).pipe(Effect.provide(ctx))
+      // The first attempt fails at 0; the second is due at base, the third base × 2 after that.
+      for (const [attempt, due] of [[1, base], [2, base + 2 * base]] as const) {
+        yield* until(`attempt ${attempt} to fail`, Effect.sync(() => attempts.length === attempt))
+        const [turn] = yield* until(`turn queued again after attempt ${attempt}`, Effect.map(turns.recent(conv, 1), (ts) => ts[0]?.status === "queued" ? ts : undefined))
+        assert.strictEqual(turn!.attempts, attempt)
+        // The timer that dispatches the retry wakes exactly when the turn is due.
+        yield* until(`a timer at ${due} ms`, Effect.map(TestClock.sleeps(), (sleeps) => Chunk.toReadonlyArray(sleeps).includes(due)))
+        yield* TestClock.setTime(due)
+      }
+      yield* until("attempt 3 to fail", Effect.sync(() => attempts.length === 3))
+      assert.deepStrictEqual(attempts, [0, base, 3 * base])
+      const settled = yield* awaitSettled(conv, 1).pipe(Effect.provide(ctx), TestServices.provideLive)
       assert.deepStrictEqual(settled.map((d) => [d.kind, d.status]), [["notice", "sent"]])
       assert.include(settled[0]!.text, "could not answer")
-      const [turn] = yield* Effect.flatMap(TurnStore, (t) => t.recent(conv, 1)).pipe(Effect.provide(ctx))
+      const [turn] = yield* turns.recent(conv, 1)
       assert.strictEqual(turn!.status, "failed")
       assert.strictEqual(turn!.attempts, 3)
       // The conversation is free again: the next message gets a new turn and an answer.
       yield* ingest(msg("2", "hello"))
-      const after = yield* awaitSettled(conv, 2).pipe(Effect.provide(ctx))
+      const after = yield* awaitSettled(conv, 2).pipe(Effect.provide(ctx), TestServices.provideLive)
       assert.deepStrictEqual(after.map((d) => d.text).slice(1), ["echo: hello"])
     }))
 
@@ -44,21 +86,29 @@ describe("pipeline failures", () => {
       assert.strictEqual(turn!.attempts, 1)
     }))
 
-  it.scopedLive("a channel that rejects: retried, then failed, and a notice is attempted; nothing else is lost", () =>
+  it.scoped("a channel that rejects: retried after 200 then 400 ms, then failed, and a notice is attempted the same way; nothing else is lost", () =>
     Effect.gen(function* () {
       const config = recordingConfig(tempDir())
       const ctx = yield* Layer.build(makeTestHost(config).pipe(Layer.provide(quiet)))
-      let calls = 0
-      const rejecting: Channel = { name: "test", idempotentResends: false, send: async () => { calls++; throw new Error("platform says no") } }
+      // When each send was called, on the test's clock (the channel is a Promise API: no Effect to ask).
+      const clock = yield* Effect.clock
+      const calls: Array<number> = []
+      const rejecting: Channel = { name: "test", idempotentResends: false, send: async () => { calls.push(clock.unsafeCurrentTimeMillis()); throw new Error("platform says no") } }
       // Bound after the plugin channel: it replaces it for this connection.
       yield* Effect.flatMap(Channels, (c) => c.bind(rejecting)).pipe(Effect.asVoid, Effect.provide(ctx))
       const { ingest } = yield* Effect.provide(Ingest, ctx)
       yield* ingest(msg("1", "hi"))
-      const settled = yield* awaitSettled(conv, 2).pipe(Effect.provide(ctx))
+      // Each delivery: a try, then retries 200 and 400 ms after the failures before them.
+      for (const [n, due] of [[1, 200], [2, 600], [4, 800], [5, 1_200]] as const) {
+        yield* until(`send call ${n}`, Effect.sync(() => calls.length === n))
+        yield* until(`a timer at ${due} ms`, Effect.map(TestClock.sleeps(), (sleeps) => Chunk.toReadonlyArray(sleeps).includes(due)))
+        yield* TestClock.setTime(due)
+      }
+      const settled = yield* awaitSettled(conv, 2).pipe(Effect.provide(ctx), TestServices.provideLive)
       assert.deepStrictEqual(settled.map((d) => [d.kind, d.status]), [["reply", "failed"], ["notice", "failed"]])
       assert.strictEqual(settled[0]!.error, "platform says no")
-      // Three calls per delivery (one try and two retries), and the notice begets no further notice.
-      assert.strictEqual(calls, 6)
+      // Three calls per delivery, and the notice (recorded when the reply failed) begets no further notice.
+      assert.deepStrictEqual(calls, [0, 200, 600, 600, 800, 1_200])
       const pending = yield* Effect.flatMap(DeliveryStore, (d) => d.pending).pipe(Effect.provide(ctx))
       assert.strictEqual(pending.length, 0)
     }))
