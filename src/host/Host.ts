@@ -1,12 +1,12 @@
 import { Context, Effect, Layer, Schedule } from "effect"
 import { HostStore } from "../db/HostStore.js"
 import { Gateway } from "../gateway/Gateway.js"
+import { HostIdentity } from "../pipeline/HostIdentity.js"
 import { Recovery } from "../pipeline/Recovery.js"
 import { TurnQueue } from "../pipeline/TurnQueue.js"
 import { ConnectionRuntimes } from "../runtimes/ConnectionRuntimes.js"
 import { Dispatched, RecoveredTurns } from "../runtimes/RecoveredTurns.js"
 import { DeployRollback } from "./DeployRollback.js"
-import { HostIdentity } from "./HostIdentity.js"
 import { LiveStatus } from "./LiveStatus.js"
 
 export declare namespace Host {
