@@ -32,7 +32,7 @@ import { Workspaces } from "../src/pipeline/Workspaces.js"
 import type { PluginRegistry } from "../src/plugins/PluginRegistry.js"
 import { ConnectionRuntimes, type ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntimes.js"
 import type { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
-import { RecoveredTurns } from "../src/runtimes/RecoveredTurns.js"
+import { RecoveredTurns } from "../src/host/startup-steps.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
 
 export interface StackParts<EC, EP, ED, EE, ES, EA> {

@@ -5,7 +5,7 @@ import { HostIdentity } from "../pipeline/HostIdentity.js"
 import { Recovery } from "../pipeline/Recovery.js"
 import { TurnQueue } from "../pipeline/TurnQueue.js"
 import { ConnectionRuntimes } from "../runtimes/ConnectionRuntimes.js"
-import { Dispatched, RecoveredTurns } from "../runtimes/RecoveredTurns.js"
+import { Dispatched, RecoveredTurns } from "./startup-steps.js"
 import { DeployRollback } from "./DeployRollback.js"
 import { LiveStatus } from "./LiveStatus.js"
 

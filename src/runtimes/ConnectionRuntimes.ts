@@ -4,7 +4,7 @@ import { HostStore } from "../db/HostStore.js"
 import { LiveStatus } from "../host/LiveStatus.js"
 import type { ConnectionRuntime, ConnectionRuntimeContext } from "./connection-runtime-contract.js"
 import { CloseFailure, RuntimeStartFailed } from "./errors.js"
-import { RecoveredTurns } from "./RecoveredTurns.js"
+import { RecoveredTurns } from "../host/startup-steps.js"
 
 /** One runtime as a plugin contributed it. */
 export interface RuntimeEntry {

@@ -6,7 +6,7 @@ import * as Stores from "../../src/db/Stores.js"
 import { LiveStatus } from "../../src/host/LiveStatus.js"
 import type { ConnectionRuntime } from "../../src/runtimes/connection-runtime-contract.js"
 import { ConnectionRuntimes, ConnectionRuntimeSources, RuntimeContexts } from "../../src/runtimes/ConnectionRuntimes.js"
-import { Dispatched, RecoveredTurns } from "../../src/runtimes/RecoveredTurns.js"
+import { Dispatched, RecoveredTurns } from "../../src/host/startup-steps.js"
 import { tempDir } from "../support/db.js"
 import { recordingConfig } from "../support/host.js"
 
