@@ -15,7 +15,7 @@ import type { GatewayEvent } from "./events.js"
 import { gatewayLog } from "./redact.js"
 import { type DeploymentStatus, Router } from "./router.js"
 import { TokenTable } from "./tokens.js"
-import { openSocketToSandbox } from "../sandbox/runtimes/sandbox-user.js"
+import { openSocketToSandbox } from "../system/sandbox-user.js"
 
 /** The gateway could not listen where it was told to. */
 export class GatewayListenFailed extends Schema.TaggedError<GatewayListenFailed>()("GatewayListenFailed", {
