@@ -45,7 +45,5 @@ export const makeHostLive = (extra: ReadonlyArray<RuntimeEntry> = []) =>
     rollback
   })
 
-export const HostLive = makeHostLive()
-
 /** The database-side client of `pynchy send` and the MCP server. */
 export const ClientLive = makeClient({ config: HostConfig.layer, database: Database.layer })

@@ -12,9 +12,7 @@ export interface RuntimeEntry {
 }
 
 /** The runtimes to run, in their deterministic order (plugin order, then contribution order). */
-export class ConnectionRuntimeSources extends Context.Tag("pynchy/ConnectionRuntimeSources")<ConnectionRuntimeSources, ReadonlyArray<RuntimeEntry>>() {
-  static readonly none = Layer.succeed(ConnectionRuntimeSources, [])
-}
+export class ConnectionRuntimeSources extends Context.Tag("pynchy/ConnectionRuntimeSources")<ConnectionRuntimeSources, ReadonlyArray<RuntimeEntry>>() {}
 
 export declare namespace RuntimeContexts {
   /** Builds the host-owned context a runtime gets; `release` removes its ephemeral bindings. */
