@@ -1,6 +1,6 @@
 /** Helpers for the sandbox tests: a freshly built runner bundle, executor layers, probes. */
 import { build } from "esbuild"
-import { Effect, Layer } from "effect"
+import { type Duration, Effect, Layer } from "effect"
 import { HostConfig } from "../../src/config/HostConfig.js"
 import type { PynchyConfig } from "../../src/config/schema.js"
 import { TurnStore } from "../../src/db/TurnStore.js"
@@ -13,6 +13,7 @@ import type { Gateway } from "../../src/gateway/Gateway.js"
 import { PluginRegistry } from "../../src/plugins/PluginRegistry.js"
 import * as SandboxExecutor from "../../src/sandbox/SandboxExecutor.js"
 import { tempDir } from "../support/db.js"
+import { eventually } from "../support/eventually.js"
 
 let built: Promise<string> | undefined
 
@@ -44,13 +45,10 @@ export const probeScript = (source: string): string => {
   return file
 }
 
-/** Waits (yielding) until the conversation's latest turn is completed or failed, and returns it. */
-export const awaitTurnEnd = (conversationId: ConversationId) =>
-  Effect.gen(function* () {
-    const turns = yield* TurnStore
-    while (true) {
-      const [turn] = yield* turns.recent(conversationId, 1)
-      if (turn !== undefined && (turn.status === "completed" || turn.status === "failed")) return turn
-      yield* Effect.sleep("5 millis")
-    }
-  })
+/** Waits until the conversation's latest turn is completed or failed, and returns it. */
+export const awaitTurnEnd = (conversationId: ConversationId, timeout: Duration.DurationInput = "50 seconds") =>
+  Effect.flatMap(TurnStore, (turns) =>
+    eventually(
+      Effect.map(turns.recent(conversationId, 1), ([turn]) => (turn !== undefined && (turn.status === "completed" || turn.status === "failed") ? turn : undefined)),
+      { label: `the end of the latest turn of ${conversationId}`, timeout }
+    ))
