@@ -1,6 +1,6 @@
 /** Helpers for the sandbox tests: a freshly built runner bundle, executor layers, probes. */
 import { build } from "esbuild"
-import { type Duration, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { HostConfig } from "../../src/config/HostConfig.js"
 import type { PynchyConfig } from "../../src/config/schema.js"
 import { TurnStore } from "../../src/db/TurnStore.js"
@@ -46,9 +46,9 @@ export const probeScript = (source: string): string => {
 }
 
 /** Waits until the conversation's latest turn is completed or failed, and returns it. */
-export const awaitTurnEnd = (conversationId: ConversationId, timeout: Duration.DurationInput = "50 seconds") =>
+export const awaitTurnEnd = (conversationId: ConversationId) =>
   Effect.flatMap(TurnStore, (turns) =>
     eventually(
       Effect.map(turns.recent(conversationId, 1), ([turn]) => (turn !== undefined && (turn.status === "completed" || turn.status === "failed") ? turn : undefined)),
-      { label: `the end of the latest turn of ${conversationId}`, timeout }
+      { label: `the end of the latest turn of ${conversationId}` }
     ))

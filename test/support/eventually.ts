@@ -4,9 +4,9 @@ export interface EventuallyOptions {
   /** What is awaited, in words: the failure says it ("gave up after 10 s waiting for <label>"). */
   readonly label: string
   /**
-   * Real time to give up after (default 30 s, generous for a loaded machine): a bound for a broken
-   * test, never a figure a test asserts. Under the test's own timeout (60 s), so the failure is this
-   * one's message.
+   * Real time to give up after (default 50 s: a process starting under tsx on a loaded machine can
+   * take half a minute): a bound for a broken test, never a figure a test asserts. Under the test's
+   * own timeout (60 s), so a wait that hangs from the start fails with this one's message.
    */
   readonly timeout?: Duration.DurationInput
 }
@@ -38,7 +38,7 @@ export const eventually = <A, E = never, R = never>(
   probe: Effect.Effect<A | undefined, E, R> | (() => A | undefined | Promise<A | undefined>),
   options: EventuallyOptions
 ): Effect.Effect<A, E, R> => {
-  const timeoutMs = Duration.toMillis(Duration.decode(options.timeout ?? "30 seconds"))
+  const timeoutMs = Duration.toMillis(Duration.decode(options.timeout ?? "50 seconds"))
   let lastError: unknown = undefined
   const attempt: Effect.Effect<A | undefined, E, R> = Effect.isEffect(probe)
     ? probe
