@@ -7,17 +7,9 @@ import { TurnStore } from "../../src/db/TurnStore.js"
 import { ConversationId, type TurnId } from "../../src/domain/ids.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
 import { awaitSettled, recordingConfig, sentLines } from "../support/host.js"
+import { eventually } from "../support/eventually.js"
 
 export const room = ConversationId.make("test:room")
-
-/** Waits on the real clock (the test's own clock may be a TestClock), no timing assertion. */
-const waitFor = <A>(probe: () => A | undefined): Effect.Effect<A> =>
-  TestServices.provideLive(
-    Effect.suspend(function loop(): Effect.Effect<A> {
-      const value = probe()
-      return value !== undefined ? Effect.succeed(value) : Effect.zipRight(Effect.sleep("5 millis"), Effect.suspend(loop))
-    })
-  )
 
 /** The test host (memory, or a database file), whose Approvals decide the replies its Ingest commits, and the ApprovalStore, in the current scope. */
 export const approvalHost = (dir: string, databaseFile?: string) =>
@@ -41,10 +33,10 @@ export const approvalNotices = (dir: string) => sentLines(dir).filter((l) => l.t
 
 /** The code of the `n`th approval notice delivered to the chat (1-based), once it is there. */
 export const noticeCode = (dir: string, n: number) =>
-  waitFor(() => {
+  eventually(() => {
     const notice = approvalNotices(dir)[n - 1]
     return notice === undefined ? undefined : Option.getOrThrow(Option.fromNullable(/approve ([a-z0-9]{6})/.exec(notice.text)?.[1]))
-  })
+  }, { label: `approval notice ${n} in the chat` })
 
 /**
  * The turn's next attempt, as `TurnStore.acquire` records it when it resumes a retried or

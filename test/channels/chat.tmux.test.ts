@@ -4,13 +4,15 @@
  * `--connect` it talks to a running host (the real bin) through the HTTP API connection.
  */
 import { afterAll, assert, describe, it } from "vitest"
+import { Effect } from "effect"
 import { execFileSync, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { hashToken } from "../../src/channels/http/settings.js"
 import { cleanEnv } from "../support/cli.js"
 import { tempDir } from "../support/db.js"
-import { eventually, freePort } from "../support/synapse.js"
+import { eventually } from "../support/eventually.js"
+import { freePort } from "../support/synapse.js"
 import { skipWithout } from "../support/system.js"
 import { killAllHosts, startHost, stopHost } from "./host-process.js"
 
@@ -20,7 +22,11 @@ const skip = skipWithout("tmux", "apt-get install tmux")
 
 const tmux = (...args: Array<string>) => execFileSync("tmux", args, { encoding: "utf8" })
 const pane = (name: string) => tmux("capture-pane", "-p", "-t", name)
-const until = (name: string, re: RegExp) => eventually(() => (re.test(pane(name)) ? pane(name) : undefined), 100)
+const until = (name: string, re: RegExp) =>
+  Effect.runPromise(eventually(() => {
+    const text = pane(name)
+    return re.test(text) ? text : undefined
+  }, { label: `${re} in tmux pane ${name}` }))
 
 const chatIn = (name: string, dir: string, env: Record<string, string>) => {
   const envArgs = Object.entries({ PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), ...env }).map(([k, v]) => `${k}=${v}`)

@@ -13,6 +13,7 @@ import { MessageStore } from "../../src/db/MessageStore.js"
 import { ConversationId, MessageId } from "../../src/domain/ids.js"
 import { tempDir } from "../support/db.js"
 import { streamingExecutor } from "../support/streaming.js"
+import { eventually } from "../support/eventually.js"
 
 const TOKEN = "test-token-1"
 const TOKEN_B = "test-token-2"
@@ -49,13 +50,11 @@ const post = (base: string, place: string, body: unknown, headers: Record<string
   call(`${base}/v1/conversations/${encodeURIComponent(place)}/messages`, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body), headers: { "content-type": "application/json", ...headers }, token })
 
 const awaitReplies = (base: string, place: string, n: number) =>
-  Effect.gen(function* () {
-    while (true) {
-      const r = yield* call(`${base}/v1/conversations/${encodeURIComponent(place)}/replies?after=0`)
-      if (r.body.replies.length >= n) return r.body.replies as Array<{ id: number; key: string; text: string }>
-      yield* Effect.sleep("10 millis")
-    }
-  })
+  eventually(
+    Effect.map(call(`${base}/v1/conversations/${encodeURIComponent(place)}/replies?after=0`), (r) =>
+      r.body.replies.length >= n ? (r.body.replies as Array<{ id: number; key: string; text: string }>) : undefined),
+    { label: `${n} replies in ${place}` }
+  )
 
 describe("HTTP API connection", () => {
   it.scopedLive("without a valid bearer token: 401 with no detail", () =>

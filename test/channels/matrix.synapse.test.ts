@@ -16,7 +16,8 @@ import { MessageStore } from "../../src/db/MessageStore.js"
 import { ConnectionName, ConversationId } from "../../src/domain/ids.js"
 import { Channels } from "../../src/pipeline/Channels.js"
 import { tempDir } from "../support/db.js"
-import { eventually, type MatrixUser, skipWithoutSynapse, startSynapse, type Synapse } from "../support/synapse.js"
+import { eventually } from "../support/eventually.js"
+import { type MatrixUser, skipWithoutSynapse, startSynapse, type Synapse } from "../support/synapse.js"
 import { streamingExecutor } from "../support/streaming.js"
 import { killAllHosts, killHard, query, startHost, stopHost } from "./host-process.js"
 
@@ -53,7 +54,7 @@ const hostConfig = (dir: string) =>
 /** A room where alice invited the bot; the runtime joins on the invite. */
 const roomWithBot = async (who: MatrixUser = bot) => {
   const room = await alice.createRoom([who.userId])
-  await eventually(async () => ((await alice.members(room)).includes(who.userId) ? true : undefined))
+  await Effect.runPromise(eventually(async () => ((await alice.members(room)).includes(who.userId) ? true : undefined), { label: `${who.userId} in the room` }))
   return room
 }
 
@@ -90,10 +91,10 @@ describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
       const typingIn = yield* Effect.promise(() => typingWatch(alice, room))
       yield* Effect.promise(() => alice.send(room, "think first"))
       // The turn is held: the bot shows as typing until it ends.
-      yield* Effect.promise(() => eventually(async () => ((await typingIn()).includes(bot.userId) ? true : undefined)))
+      yield* eventually(async () => ((await typingIn()).includes(bot.userId) ? true : undefined), { label: "the bot typing" })
       release()
       yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === "echo: think first"))
-      yield* Effect.promise(() => eventually(async () => ((await typingIn()).length === 0 ? true : undefined)))
+      yield* eventually(async () => ((await typingIn()).length === 0 ? true : undefined), { label: "no one typing" })
       const all = yield* Effect.promise(() => alice.messages(room))
       assert.strictEqual(all.filter((m) => m.body === "echo: think first").length, 1)
     }))
@@ -135,7 +136,7 @@ describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
       }, "test config"))
       const runtime = makeMatrixRuntime({ name: "mx", settings: settings(), dataDir: tempDir() })
       const ctx = yield* Layer.build(makeTestHost(config, { runtimes: [{ plugin: "matrix", value: runtime }] }))
-      yield* Effect.promise(() => eventually(async () => ((await alice.members(a)).includes(bot.userId) && (await alice.members(b)).includes(bot.userId) ? true : undefined)))
+      yield* eventually(async () => ((await alice.members(a)).includes(bot.userId) && (await alice.members(b)).includes(bot.userId) ? true : undefined), { label: "the bot in both routed rooms" })
       yield* Effect.promise(() => Promise.all([alice.send(a, "to main"), alice.send(b, "to other"), alice.send(c, "to nobody")]))
       yield* Effect.promise(() => alice.awaitMessage(a, (m) => m.body === "echo: to main"))
       yield* Effect.promise(() => alice.awaitMessage(b, (m) => m.body === "echo: to other"))
@@ -154,12 +155,12 @@ describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
       yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === "echo: before"))
 
       synapse.stop()
-      yield* Effect.promise(() => eventually(() => (runtime.isReady() ? undefined : true)))
+      yield* eventually(() => (runtime.isReady() ? undefined : true), { label: "the runtime not ready while the homeserver is down" })
       assert.isFalse(runtime.isReady())
       synapse.start()
       // Sent as soon as the homeserver answers, likely before the runtime's next sync succeeds.
       yield* Effect.promise(() => alice.send(room, "during recovery"))
-      yield* Effect.promise(() => eventually(() => (runtime.isReady() ? true : undefined)))
+      yield* eventually(() => (runtime.isReady() ? true : undefined), { label: "the runtime ready again" })
       yield* Effect.promise(() => alice.send(room, "after"))
       yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === "echo: after"))
       const all = yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === "echo: during recovery").then(() => alice.messages(room)))
@@ -205,7 +206,7 @@ describe.skipIf(skip)("Matrix host process against a real Synapse", () => {
       const text = `slow one ${attempt}`
       texts.push(text)
       await alice.send(room, text)
-      await eventually(() => (query(db, "SELECT COUNT(*) AS n FROM turns WHERE status = 'running'")[0]!.n === 1 ? true : undefined), 2)
+      await Effect.runPromise(eventually(() => (query(db, "SELECT COUNT(*) AS n FROM turns WHERE status = 'running'")[0]!.n === 1 ? true : undefined), { label: "a running turn" }))
       await killHard(host)
       const running = query(db, "SELECT COUNT(*) AS n FROM turns WHERE status = 'running'")[0]!.n
       const sent = query(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status = 'sent' AND text = ?", `echo: ${text}`)[0]!.n
@@ -249,10 +250,10 @@ describe.skipIf(skip)("Matrix host process against a real Synapse", () => {
     host = await startHost(dir)
     try {
       await alice.awaitMessage(room, (m) => m.body === "echo: offline 69")
-      const all = await eventually(async () => {
+      const all = await Effect.runPromise(eventually(async () => {
         const ms = await alice.messages(room)
         return texts.every((t) => echoesOf(ms, t, bot) >= 1) ? ms : undefined
-      })
+      }, { label: "an echo of every message sent while the host was down" }))
       for (const t of ["first", ...texts]) assert.strictEqual(echoesOf(all, t, bot), 1, t)
       const failed = query(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status <> 'sent'")[0]!.n
       assert.strictEqual(failed, 0)

@@ -14,16 +14,30 @@ const hangingClosePlugin = (dir: string) => {
   return file
 }
 
+/** Starts `pynchy start`; resolves at its `ready` line, with a way to wait for a later stderr line. */
 const startHost = (cwd: string, env: Record<string, string>) =>
-  new Promise<{ child: ChildProcess; stderr: () => string }>((resolve, reject) => {
+  new Promise<{ child: ChildProcess; stderr: () => string; logged: (text: string) => Promise<void> }>((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, "start"], { cwd, env: { ...cleanEnv(), ...env }, stdio: ["ignore", "ignore", "pipe"] })
     let err = ""
     child.stderr!.setEncoding("utf8")
+    const logged = (text: string) =>
+      new Promise<void>((ok, fail) => {
+        const check = () => {
+          if (!err.includes(text)) return
+          child.stderr!.off("data", check)
+          child.off("exit", exited)
+          ok()
+        }
+        const exited = (code: number | null) => fail(new Error(`exited ${code} before logging '${text}': ${err}`))
+        child.stderr!.on("data", check)
+        child.once("exit", exited)
+        check()
+      })
     child.stderr!.on("data", (d: string) => {
       err += d
-      if (err.includes(" ready ")) resolve({ child, stderr: () => err })
     })
     child.once("exit", (code) => reject(new Error(`exited ${code} before ready: ${err}`)))
+    logged(" ready ").then(() => resolve({ child, stderr: () => err, logged }), reject)
   })
 
 const exitOf = (child: ChildProcess) =>
@@ -36,9 +50,10 @@ describe("host process lifecycle (real processes)", () => {
   it("a second signal forces the exit while a runtime's close hangs", async () => {
     const dir = tempDir()
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), `limits: { runtimeCloseTimeoutMs: 60000, shutdownTimeoutMs: 60000 }\nplugins: { modules: [${JSON.stringify(hangingClosePlugin(dir))}] }\n`)
-    const { child } = await startHost(dir, {})
+    const { child, logged } = await startHost(dir, {})
     child.kill("SIGINT")
-    await new Promise((r) => setTimeout(r, 300))
+    // The first signal has begun the shutdown, and the runtime's close hangs (for 60 s).
+    await logged("stopping connection runtimes")
     assert.isNull(child.exitCode, "still shutting down: the close hangs")
     child.kill("SIGINT")
     assert.strictEqual(await exitOf(child), 130)

@@ -2,12 +2,14 @@
  * Real host processes for the example plugins: spawn `node bin/pynchy.js start` with a config,
  * wait for its ready line, kill it hard or stop it gently; read its SQLite file with better-sqlite3.
  */
+import { type Duration, Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { BIN, cleanEnv, runCli } from "../support/cli.js"
+import { eventually } from "../support/eventually.js"
 
 export const JSONL_EXAMPLE = path.resolve(import.meta.dirname, "../../examples/connection-runtime-jsonl")
 
@@ -86,16 +88,9 @@ export const stopGently = (host: Host) =>
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
-/** Polls `check` until it returns a value; fails with `what` after a generous deadline. */
-export const until = async <A>(what: string, check: () => A | undefined, deadlineMs = 120_000): Promise<A> => {
-  const end = Date.now() + deadlineMs
-  while (true) {
-    const v = check()
-    if (v !== undefined) return v
-    if (Date.now() > end) throw new Error(`gave up waiting: ${what}`)
-    await sleep(50)
-  }
-}
+/** `eventually` for these async, process-level tests, with the generous bound they need. */
+export const until = <A>(what: string, check: () => A | undefined, timeout: Duration.DurationInput = "120 seconds"): Promise<A> =>
+  Effect.runPromise(eventually(check, { label: what, timeout }))
 
 export interface Db {
   prepare(sql: string): { all(...a: Array<unknown>): Array<Record<string, unknown>>; get(...a: Array<unknown>): Record<string, unknown> | undefined }

@@ -166,18 +166,3 @@ export const drivingClock = <A, E, R>(effect: Effect.Effect<A, E, R>, stepMs = 1
       yield* TestClock.adjust(stepMs)
     }
   })
-
-/**
- * Runs `probe` (real I/O runs between tries) until it gives a value; dies with `label` after
- * `timeout` real millis, a bound for a broken test, never a figure a test asserts.
- */
-export const eventually = <A, E, R>(probe: Effect.Effect<A | undefined, E, R>, opts: { readonly label: string; readonly timeout?: number }) =>
-  Effect.gen(function* () {
-    const deadline = performance.now() + (opts.timeout ?? 10_000)
-    while (true) {
-      const a = yield* probe
-      if (a !== undefined) return a
-      if (performance.now() > deadline) return yield* Effect.die(new Error(`never happened: ${opts.label}`))
-      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 2)))
-    }
-  })

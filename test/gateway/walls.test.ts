@@ -12,7 +12,8 @@ import * as net from "node:net"
 import * as path from "node:path"
 import type { GatewayEvent, UsageEvent } from "../../src/gateway/events.js"
 import { tempDir } from "../support/db.js"
-import { call, chatAnswer, eventually, json, provider, type Reply, scriptedUpstream, startGateway } from "./support.js"
+import { eventually } from "../support/eventually.js"
+import { call, chatAnswer, json, provider, type Reply, scriptedUpstream, startGateway } from "./support.js"
 
 const HOUR = 3_600_000
 const ask = (extra: object = {}) => ({ model: "m", messages: [{ role: "user", content: "hi" }], ...extra })

@@ -9,6 +9,7 @@ import type { AgentSessionRuntimeRegistry } from "../../src/runtimes/agent-sessi
 import { AgentSessions } from "../../src/runtimes/agent-session/AgentSessions.js"
 import { tempDir } from "../support/db.js"
 import { awaitSettled, recordingConfig } from "../support/host.js"
+import { eventually } from "../support/eventually.js"
 
 const quiet = Logger.minimumLogLevel(LogLevel.None)
 const conv = ConversationId.make("test:room")
@@ -49,7 +50,7 @@ describe("delegated turns (agent-session runtimes)", () => {
         session.hang = true
         yield* ingest(message("2", "long one"))
         const turns = yield* Effect.provide(TurnStore, ctx)
-        while (session.requests.length < 2) yield* Effect.sleep("2 millis")
+        yield* eventually(() => session.requests.length >= 2 || undefined, { label: "the second request in the session" })
         return (yield* turns.recent(conv, 1))[0]!
       }))
       assert.strictEqual(firstTurn.status, "running")

@@ -43,7 +43,7 @@ describe("pipeline end to end (memory database, scripted executor, recording cha
         assert.include(paths, "providerEventId")
         assert.include(paths, "text")
       }
-      const unrouted = yield* Effect.flip(ingest(msg("x", "hi").connection === "test" ? { ...msg("x", "hi"), connection: "nowhere" } : {}))
+      const unrouted = yield* Effect.flip(ingest({ ...msg("x", "hi"), connection: "nowhere" }))
       assert.strictEqual(unrouted._tag, "NoRoute")
     }))
 

@@ -19,6 +19,7 @@ import type { ConnectionRuntime } from "../../src/runtimes/connection-runtime-co
 import { awaitSettled } from "../support/host.js"
 import { tempDir } from "../support/db.js"
 import { streamingExecutor } from "../support/streaming.js"
+import { eventually } from "../support/eventually.js"
 
 const config = () =>
   Either.getOrThrow(decodeConfig({
@@ -53,25 +54,6 @@ const probeChannel = (progress?: (event: ProgressEvent) => void | Promise<void>)
   return { channel, sent }
 }
 
-const until = <A>(check: () => A | undefined) =>
-  Effect.gen(function* () {
-    while (true) {
-      const a = check()
-      if (a !== undefined) return a
-      yield* Effect.sleep("5 millis")
-    }
-  })
-
-/** Polls without the clock (for TestClock tests): the fibers under test run between yields. */
-const spin = <A>(check: () => A | undefined) =>
-  Effect.gen(function* () {
-    while (true) {
-      const a = check()
-      if (a !== undefined) return a
-      yield* Effect.yieldNow()
-    }
-  })
-
 const hostWith = (channel: Channel, hold?: () => Promise<void>) =>
   Layer.build(makeTestHost(config(), { executor: streamingExecutor({ pieces: 3, ...(hold ? { hold } : {}) }), runtimes: [{ plugin: "test", value: binding(channel) }] }))
 
@@ -94,7 +76,7 @@ describe("turn progress", () => {
       const ctx = yield* hostWith(channel, () => allShown)
       yield* say("hello world").pipe(Effect.provide(ctx))
       const settled = yield* awaitSettled(conv, 1).pipe(Effect.provide(ctx))
-      yield* until(() => events.find((e) => e.type === "ended"))
+      yield* eventually(() => events.find((e) => e.type === "ended"), { label: "the ended event" })
 
       assert.deepStrictEqual(events.map((e) => e.type), ["started", "delta", "delta", "delta", "ended"])
       const deltas = events.flatMap((e) => (e.type === "delta" ? [e] : []))
@@ -152,7 +134,7 @@ describe("turn progress", () => {
         yield* awaitSettled(conv, 1).pipe(Effect.provide(ctx))
         assert.deepStrictEqual(sent.map((d) => d.text), ["echo: still here"])
         const turns = yield* Effect.provide(TurnStore, ctx)
-        while ((yield* turns.recent(conv, 5))[0]?.status !== "completed") yield* Effect.sleep("5 millis")
+        yield* eventually(Effect.map(turns.recent(conv, 5), ([t]) => (t?.status === "completed" ? t : undefined)), { label: "the turn completed" })
         assert.deepStrictEqual((yield* turns.recent(conv, 5)).map((t) => t.status), ["completed"])
       }))
   }
@@ -176,10 +158,10 @@ describe("the progress feed", () => {
       const feed = yield* channels.progress(target).pipe(Scope.extend(scope))
       for (let i = 0; i < PROGRESS_BUFFER * 4; i++) yield* feed.delta("t1:0", `d${i} `)
       // The channel is still busy with `started`: nothing else was handed to it.
-      yield* until(() => (calls.length === 1 ? true : undefined))
+      yield* eventually(() => (calls.length === 1 ? true : undefined), { label: "the channel busy with started" })
       release()
       yield* Scope.close(scope, Exit.void)
-      const last = yield* until(() => calls.find((e) => e.type === "ended"))
+      const last = yield* eventually(() => calls.find((e) => e.type === "ended"), { label: "the ended event" })
       assert.strictEqual(last.type, "ended")
       const deltas = calls.filter((e) => e.type === "delta")
       assert.strictEqual(deltas.length, PROGRESS_BUFFER)
@@ -197,11 +179,11 @@ describe("the progress feed", () => {
       yield* Effect.asVoid(channels.bind(channel))
       const scope = yield* Scope.make()
       const feed = yield* channels.progress(target).pipe(Scope.extend(scope))
-      yield* spin(() => (calls.length === 1 ? true : undefined))
+      yield* eventually(() => (calls.length === 1 ? true : undefined), { label: "the started call" })
       yield* TestClock.adjust("5 seconds")
       for (let i = 0; i < 10; i++) yield* feed.delta("t1:0", "x")
       yield* Scope.close(scope, Exit.void)
-      yield* spin(() => calls.find((e) => e.type === "ended"))
+      yield* eventually(() => calls.find((e) => e.type === "ended"), { label: "the ended call" })
       assert.deepStrictEqual(calls.map((e) => e.type), ["started", "ended"])
     }))
 })

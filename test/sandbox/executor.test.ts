@@ -12,6 +12,7 @@ import { tempDir } from "../support/db.js"
 import { skipWithout } from "../support/system.js"
 import { bareSandboxExecutor, runnerBundle } from "./support.js"
 import { turnInput } from "../support/turn-input.js"
+import { eventually } from "../support/eventually.js"
 
 const skillFolder = (root: string, name: string, tier: string) => {
   const dir = path.join(root, name)
@@ -60,7 +61,7 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("sandbox exe
       assert.isFalse(yield* liveness.isAlive(id))
       const fiber = yield* Effect.fork(execute(inputFor(id, Workspace.make({ id: WorkspaceId.make("main") }), ["!hang"], [])))
       const record = path.join(dir, "sandboxes", id.slice("sandbox:".length), "sandbox.json")
-      while (!fs.existsSync(record)) yield* Effect.sleep("5 millis")
+      yield* eventually(() => fs.existsSync(record) || undefined, { label: "the sandbox's liveness record" })
       assert.isTrue(yield* liveness.isAlive(id))
       yield* Fiber.interrupt(fiber)
       assert.isFalse(yield* liveness.isAlive(id))

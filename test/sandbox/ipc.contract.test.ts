@@ -19,6 +19,7 @@ import {
 } from "../../src/protocol/ipc.js"
 import { listenIpc } from "../../src/sandbox/IpcServer.js"
 import { tempDir } from "../support/db.js"
+import { eventually } from "../support/eventually.js"
 
 const socketPath = () => path.join(tempDir("pynchy-ipc-"), "ipc.sock")
 
@@ -33,11 +34,6 @@ const rawClient = (file: string) =>
     }),
     ({ socket }) => Effect.sync(() => socket.destroy())
   )
-
-const until = (check: () => boolean) =>
-  Effect.gen(function* () {
-    while (!check()) yield* Effect.sleep("2 millis")
-  })
 
 describe("IPC schema", () => {
   it.prop("every runner message survives encode → line → decode", [Arbitrary.make(RunnerMessage)], ([m]) => {
@@ -81,7 +77,7 @@ describe("IPC host side", () => {
       assert.deepStrictEqual(first, { _tag: "reply", text: "hello" })
       const second = yield* Queue.take(ipc.events)
       assert.strictEqual(second._tag, "tool_call")
-      yield* until(() => client.received.length >= 3)
+      yield* eventually(() => client.received.length >= 3 || undefined, { label: "the host's three error answers" })
       const errors = client.received.map((l) => decodeHostLine(l))
       for (const e of errors) {
         assert.isTrue(Either.isRight(e))
@@ -95,7 +91,7 @@ describe("IPC host side", () => {
       }
       assert.strictEqual(ipc.malformed(), 3)
       yield* ipc.send({ _tag: "tool_result", callId: "c1", ok: true, output: { text: "hi" } })
-      yield* until(() => client.received.length >= 4)
+      yield* eventually(() => client.received.length >= 4 || undefined, { label: "the tool result" })
       assert.deepStrictEqual(JSON.parse(client.received[3]!), { _tag: "tool_result", callId: "c1", ok: true, output: { text: "hi" } })
       client.socket.destroy()
       const closed = yield* Queue.take(ipc.events)
@@ -141,7 +137,7 @@ describe("IPC runner side", () => {
       assert.deepStrictEqual(a, { ok: true, output: { echoed: { n: 1 } } })
       assert.deepStrictEqual(b, { ok: true, output: { echoed: { n: 2 } } })
       client.send({ _tag: "done" })
-      yield* until(() => fromRunner.some((l) => l.includes("\"done\"")))
+      yield* eventually(() => fromRunner.some((l) => l.includes("\"done\"")) || undefined, { label: "the runner's done line" })
       const errors = fromRunner.map((l) => decodeRunnerLine(l)).filter((m) => Either.isRight(m) && m.right._tag === "error")
       assert.strictEqual(errors.length, 1)
       yield* Effect.promise(() => client.close())

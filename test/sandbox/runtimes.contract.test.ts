@@ -14,6 +14,7 @@ import { tempDir } from "../support/db.js"
 import { hasCommand, skipWithout } from "../support/system.js"
 import { CONTRACT_PROBE } from "./probes.js"
 import { probeScript } from "./support.js"
+import { eventually } from "../support/eventually.js"
 
 const dockerEngine = (() => {
   if (!hasCommand("docker")) return false
@@ -99,9 +100,12 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("bwrap limit
       yield* Effect.addFinalizer(() => Effect.promise(() => runtime.kill(handle.id)))
       const pid = parseProcessId(handle.id)!.pid
       // The probe has run (and hangs) once probe.json exists: the launcher joined the cgroup before that.
-      while (!fs.existsSync(path.join(limited.sessionDir, "probe.json"))) yield* Effect.sleep("5 millis")
+      yield* eventually(() => fs.existsSync(path.join(limited.sessionDir, "probe.json")) || undefined, { label: "the probe's start" })
       const cgroups = fs.readFileSync(`/proc/${pid}/cgroup`, "utf8")
       if (skipped.length > 0) {
+        // CI runs as root, where cgroups are writable: there a skipped limit is a failure.
+        if (process.env.PYNCHY_REQUIRE_SYSTEM === "1") assert.fail(`cgroups are required (PYNCHY_REQUIRE_SYSTEM=1) but the limits were skipped: ${skipped.join("; ")}`)
+        console.warn(`not checking the limits: ${skipped.join("; ")} (run as root for writable cgroups)`)
         // Not writable here: the sandbox still runs, and the reason was reported.
         assert.notInclude(cgroups, `pynchy-${limited.sandboxId}`)
         return

@@ -17,6 +17,7 @@ import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
 import { PluginRegistry } from "../../src/plugins/PluginRegistry.js"
 import * as SandboxExecutor from "../../src/sandbox/SandboxExecutor.js"
 import { tempDir } from "../support/db.js"
+import { eventually } from "../support/eventually.js"
 
 let built: Promise<string> | undefined
 
@@ -64,13 +65,10 @@ export const probeScript = (source: string): string => {
   return file
 }
 
-/** Waits (yielding) until the conversation's latest turn is completed or failed, and returns it. */
+/** Waits until the conversation's latest turn is completed or failed, and returns it. */
 export const awaitTurnEnd = (conversationId: ConversationId) =>
-  Effect.gen(function* () {
-    const turns = yield* TurnStore
-    while (true) {
-      const [turn] = yield* turns.recent(conversationId, 1)
-      if (turn !== undefined && (turn.status === "completed" || turn.status === "failed")) return turn
-      yield* Effect.sleep("5 millis")
-    }
-  })
+  Effect.flatMap(TurnStore, (turns) =>
+    eventually(
+      Effect.map(turns.recent(conversationId, 1), ([turn]) => (turn !== undefined && (turn.status === "completed" || turn.status === "failed") ? turn : undefined)),
+      { label: `the end of the latest turn of ${conversationId}` }
+    ))

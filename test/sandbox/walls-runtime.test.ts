@@ -21,6 +21,7 @@ import { tempDir } from "../support/db.js"
 import { hasCommand, skipWithout } from "../support/system.js"
 import { WALLS_PROBE } from "./probes.js"
 import { probeScript } from "./support.js"
+import { eventually } from "../support/eventually.js"
 
 /** Writes probe.json, leaves a detached child behind if asked, hangs if asked. */
 const SIMPLE_PROBE = `
@@ -165,7 +166,7 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("bwrap walls
         sids.push(s.sandboxId)
         const handle = yield* Effect.promise(() => runtime.start(s))
         if (i % 3 === 1) {
-          while (!fs.existsSync(path.join(s.sessionDir, "probe.json"))) yield* Effect.sleep("5 millis")
+          yield* eventually(() => fs.existsSync(path.join(s.sessionDir, "probe.json")) || undefined, { label: `the probe's start in sandbox ${i}` })
           yield* Effect.promise(() => runtime.kill(handle.id))
         }
         yield* Effect.promise(() => handle.exited)
@@ -221,7 +222,7 @@ describe("kill proves a process is a sandbox of ours", () => {
       const runtime = hasCommand("bwrap") ? Bwrap.make() : Process.make()
       const s = spec({ env: { PROBE_HANG: "1" } })
       const handle = yield* Effect.promise(() => runtime.start(s))
-      while (!fs.existsSync(path.join(s.sessionDir, "probe.json"))) yield* Effect.sleep("5 millis")
+      yield* eventually(() => fs.existsSync(path.join(s.sessionDir, "probe.json")) || undefined, { label: "the hanging probe's start" })
       assert.isTrue(yield* Effect.promise(() => runtime.isAlive(handle.id)))
       yield* Effect.promise(() => runtime.kill(handle.id))
       const exit = yield* Effect.promise(() => handle.exited)

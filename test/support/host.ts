@@ -6,6 +6,7 @@ import type { PynchyConfig } from "../../src/config/schema.js"
 import { DeliveryStore } from "../../src/db/DeliveryStore.js"
 import type { ConversationId } from "../../src/domain/ids.js"
 import { tempDir } from "./db.js"
+import { eventually } from "./eventually.js"
 
 /** A config with one `test` connection served by a recording channel writing into `dir`. */
 export const recordingConfig = (dir: string = tempDir(), options: { idempotent?: boolean; maxConcurrentTurns?: number; maxTurnAttempts?: number; retryBaseMs?: number; runtimeTimeoutsMs?: { start: number; ready: number; close: number; check: number } } = {}): PynchyConfig =>
@@ -32,13 +33,10 @@ export const sentLines = (dir: string): Array<{ key: string; conversation: strin
   return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l))
 }
 
-/** Waits (yielding, no wall-clock assertion) until the conversation has `n` settled deliveries. */
+/** Waits (no wall-clock assertion) until the conversation has `n` settled deliveries. */
 export const awaitSettled = (conversationId: ConversationId, n: number) =>
-  Effect.gen(function* () {
-    const store = yield* DeliveryStore
-    while (true) {
-      const all = yield* store.byConversation(conversationId, 1_000)
-      if (all.filter((d) => d.status !== "pending").length >= n) return all
-      yield* Effect.sleep("5 millis")
-    }
-  })
+  Effect.flatMap(DeliveryStore, (store) =>
+    eventually(
+      Effect.map(store.byConversation(conversationId, 1_000), (all) => (all.filter((d) => d.status !== "pending").length >= n ? all : undefined)),
+      { label: `${n} settled deliveries in ${conversationId}` }
+    ))

@@ -11,6 +11,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { ExecutorId } from "../../src/domain/ids.js"
 import { AgentExecutor, ExecutorLiveness, TurnFailed } from "../../src/pipeline/AgentExecutor.js"
+import { eventually } from "./eventually.js"
 
 export interface StreamingOptions {
   readonly pieces?: number
@@ -27,7 +28,7 @@ export const splitIn = (text: string, pieces: number): Array<string> => {
 /** For a child process (the tmux chat): a turn is held until the file `release-<text>` exists in `dir`. */
 export const holdUntilFile = (dir: string) => async (text: string) => {
   const file = path.join(dir, `release-${text.replace(/[^A-Za-z0-9]/g, "_")}`)
-  while (!fs.existsSync(file)) await new Promise((r) => setTimeout(r, 20))
+  await Effect.runPromise(eventually(() => fs.existsSync(file) || undefined, { label: `the release file for '${text}'`, timeout: "10 minutes" }))
 }
 
 export const streamingExecutor = (options: StreamingOptions = {}) =>

@@ -3,6 +3,7 @@
  * under bwrap on a free 127.0.0.1 port, one per test file. Users are registered through the
  * shared-secret admin API; `MatrixUser` sends and reads messages as a person would.
  */
+import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
 import { createHmac, randomUUID } from "node:crypto"
 import * as fs from "node:fs"
@@ -10,6 +11,7 @@ import * as net from "node:net"
 import * as path from "node:path"
 import { tempDir } from "./db.js"
 import { hasCommand } from "./system.js"
+import { eventually } from "./eventually.js"
 
 const cache = () => process.env.PYNCHY_SYSTEM_CACHE ?? "/var/cache/pynchy"
 const root = () => path.join(cache(), "sid-root")
@@ -33,17 +35,6 @@ export const freePort = () =>
       s.close(() => resolve(port))
     })
   })
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-/** Polls `check` until it returns a value (not undefined); the test's own timeout bounds the wait. */
-export const eventually = async <A>(check: () => Promise<A | undefined> | A | undefined, everyMs = 50): Promise<A> => {
-  while (true) {
-    const a = await check()
-    if (a !== undefined) return a
-    await sleep(everyMs)
-  }
-}
 
 const call = async (baseUrl: string, method: string, urlPath: string, body?: unknown, token?: string): Promise<any> => {
   const res = await fetch(`${baseUrl}${urlPath}`, {
@@ -107,7 +98,7 @@ export class MatrixUser {
 
   /** Waits until the room holds a message matching `predicate` and returns it. */
   awaitMessage(roomId: string, predicate: (m: RoomMessage) => boolean): Promise<RoomMessage> {
-    return eventually(async () => (await this.messages(roomId)).find(predicate))
+    return Effect.runPromise(eventually(async () => (await this.messages(roomId)).find(predicate), { label: `a matching message in ${roomId}` }))
   }
 }
 
