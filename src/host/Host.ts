@@ -59,7 +59,9 @@ export class Host extends Context.Tag("pynchy/Host")<Host, Host.Service>() {
       yield* status.setState("ready")
       const queue = yield* TurnQueue
       const gateway = yield* Gateway
+      const runtimes = yield* ConnectionRuntimes
       const publish = Effect.gen(function* () {
+        yield* status.setSection("runtimes", yield* runtimes.health)
         yield* status.setSection("queue", yield* queue.stats)
         yield* status.setSection("gateway", yield* gateway.status)
       })
