@@ -3,7 +3,6 @@ import { HostConfig } from "../config/HostConfig.js"
 import { HostStore } from "../db/HostStore.js"
 import { CloseFailure, RuntimeStartFailed } from "./errors.js"
 import { type AnyConnectionRuntime, asNative, type NativeConnectionRuntime, type NativeRuntimeContext, type NativeRuntimeServices } from "./native-runtime.js"
-import { RecoveredTurns } from "./RecoveredTurns.js"
 
 /** One runtime as a plugin contributed it: a plugin's Promise runtime or a built-in's native one. */
 export interface RuntimeEntry {
@@ -12,9 +11,7 @@ export interface RuntimeEntry {
 }
 
 /** The runtimes to run, in their deterministic order (plugin order, then contribution order). */
-export class ConnectionRuntimeSources extends Context.Tag("pynchy/ConnectionRuntimeSources")<ConnectionRuntimeSources, ReadonlyArray<RuntimeEntry>>() {
-  static readonly none = Layer.succeed(ConnectionRuntimeSources, [])
-}
+export class ConnectionRuntimeSources extends Context.Tag("pynchy/ConnectionRuntimeSources")<ConnectionRuntimeSources, ReadonlyArray<RuntimeEntry>>() {}
 
 export declare namespace RuntimeContexts {
   /** Builds the host-owned context a runtime gets; `release` removes its ephemeral bindings. */
@@ -45,24 +42,16 @@ const describeCause = (cause: Cause.Cause<unknown>) => {
 }
 
 /**
- * Startup steps 7 and 8 of the seed, as a scoped layer. It depends on RecoveredTurns, so orphan
- * claims are released before the first start. Runtimes start one at a time; each must report
- * ready before the next starts. If runtime k fails, k is closed, then every runtime started
- * before it in reverse, and the layer fails with every close failure attached. On scope close
- * every started runtime is closed in reverse; a failing close never skips the others.
- */
-/**
- * Startup steps 7 and 8 of the seed, as a scoped layer. It depends on RecoveredTurns, so orphan
- * claims are released before the first start. Runtimes start one at a time, each in a scope of its
- * own; each must report ready before the next starts. If runtime k fails, k is closed, then every
- * runtime started before it in reverse, and the layer fails with every close failure attached. On
+ * Startup steps 7 and 8 of the seed, as a scoped layer (src/host/startup-steps.ts orders it after
+ * step 4). Runtimes start one at a time, each in a scope of its own; each must report ready
+ * before the next starts. If runtime k fails, k is closed, then every runtime started before it in
+ * reverse, and the layer fails with every close failure attached. On
  * scope close every started runtime is closed in reverse; a failing close never skips the others.
  * Readiness is asked again every `readinessCheckMs`; a change is an event and a log line, and Host
  * publishes `health` in the live status.
  */
 export class ConnectionRuntimes extends Context.Tag("pynchy/ConnectionRuntimes")<ConnectionRuntimes, ConnectionRuntimes.Service>() {
   static readonly make = Effect.gen(function* () {
-    yield* RecoveredTurns
     const { config } = yield* HostConfig
     const entries = yield* ConnectionRuntimeSources
     const contexts = yield* RuntimeContexts
