@@ -4,6 +4,8 @@
  * to bottom in the order of ARCHITECTURE.md, shutdown bottom to top, and a failure unwinds what
  * came before it. Siblings merged at one step hold no resources whose order matters.
  */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import type * as HttpClient from "@effect/platform/HttpClient"
 import type { SqlClient } from "@effect/sql"
 import { Cause, Effect, Layer, Option } from "effect"
 import { Approvals } from "../src/actions/Approvals.js"
@@ -48,6 +50,8 @@ export interface StackParts<EC, EP, ED, EE, ES, EA> {
   /** The connection runtimes, in start order (the plugin registry's, or a test's). */
   readonly runtimes: Layer.Layer<ConnectionRuntimeSources, ES, HostConfig | PluginRegistry>
   readonly rollback: Layer.Layer<DeployRollback, never, HostConfig>
+  /** The HTTP client of the built-in connection runtimes (Matrix); fetch by default. */
+  readonly httpClient?: Layer.Layer<HttpClient.HttpClient>
 }
 
 export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, EE, ES, EA>) => {
@@ -77,7 +81,8 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const recovered = logged("recovery: release orphan claims", RecoveredTurns.layer)
   const control = logged("control socket", ControlSocket.layer)
   // 7 + 8. connection runtimes, in order, each ready before the next
-  const runtimes = logged("connection runtimes", Layer.provide(connectionRuntimesLayer, RuntimeContextsLive.layer))
+  // What the built-in runtimes talk through (HttpClient) is a requirement a custom host may swap.
+  const runtimes = logged("connection runtimes", Layer.provide(connectionRuntimesLayer, Layer.merge(RuntimeContextsLive.layer, parts.httpClient ?? FetchHttpClient.layer)))
   // 9. interrupted turns dispatched
   const dispatch = logged("recovery: dispatch", dispatchLayer)
   // 10. channels, then ready

@@ -34,6 +34,14 @@ export declare namespace DeliveryStore {
     readonly conversationsWithPending: (connection?: string) => Effect.Effect<ReadonlyArray<ConversationId>>
     readonly byConversation: (conversationId: ConversationId, limit: number) => Effect.Effect<ReadonlyArray<Delivery>>
     readonly countByStatus: Effect.Effect<Record<string, number>>
+    /**
+     * The read side of a pull channel (the HTTP API): deliveries of a conversation after an id,
+     * oldest first, of the turns that handled (or hold a claim on) a message whose metadata
+     * `client` is this one. A delivery is listed from the moment it is recorded, whatever its send.
+     */
+    readonly ofClient: (query: { readonly conversationId: ConversationId; readonly client: string; readonly after: number; readonly limit: number }) => Effect.Effect<ReadonlyArray<Delivery>>
+    /** Whether a turn handles (or handled) a message of this client. */
+    readonly turnOfClient: (turnId: TurnId, client: string) => Effect.Effect<boolean>
   }
 }
 
@@ -63,7 +71,26 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
         WHERE conversation_id = ${conversationId} ORDER BY id DESC LIMIT ${limit}) ORDER BY id`
     })
 
+    const ofClientRows = SqlSchema.findAll({
+      Request: Schema.Struct({ conversationId: ConversationId, client: Schema.String, after: Schema.Number, limit: Schema.Int }),
+      Result: DeliveryRow,
+      execute: ({ after, client, conversationId, limit }) => sql`SELECT ${sql.literal(columns)} FROM deliveries
+        WHERE conversation_id = ${conversationId} AND id > ${after} AND turn_id IN (
+          SELECT m.handled_by FROM messages m WHERE m.conversation_id = ${conversationId} AND m.direction = 'in'
+            AND m.handled_by IS NOT NULL AND json_extract(m.metadata, '$.client') = ${client}
+          UNION SELECT dc.turn_id FROM delivery_claims dc JOIN messages m ON m.id = dc.message_id
+            WHERE m.conversation_id = ${conversationId} AND json_extract(m.metadata, '$.client') = ${client})
+        ORDER BY id LIMIT ${limit}`
+    })
+
     return DeliveryStore.of({
+      ofClient: (query) => ofClientRows(query).pipe(Effect.map((rows) => rows.map((r) => Delivery.make(r))), Effect.orDie),
+      turnOfClient: (turnId, client) =>
+        sql<{ n: number }>`SELECT 1 AS n FROM messages m WHERE json_extract(m.metadata, '$.client') = ${client}
+          AND (m.handled_by = ${turnId} OR m.id IN (SELECT message_id FROM delivery_claims WHERE turn_id = ${turnId})) LIMIT 1`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
       record: Effect.fn("DeliveryStore.record")(function* (items) {
         if (items.length === 0) return []
         const now = yield* Clock.currentTimeMillis

@@ -3,6 +3,7 @@ import { HostStore } from "../db/HostStore.js"
 import { Gateway } from "../gateway/Gateway.js"
 import { HostIdentity } from "../pipeline/HostIdentity.js"
 import { TurnQueue } from "../pipeline/TurnQueue.js"
+import { ConnectionRuntimes } from "../runtimes/ConnectionRuntimes.js"
 import { DeployRollback } from "./DeployRollback.js"
 import { LiveStatus } from "./LiveStatus.js"
 import { Dispatched } from "./startup-steps.js"
@@ -42,7 +43,9 @@ export class Host extends Context.Tag("pynchy/Host")<Host, Host.Service>() {
       yield* status.setState("ready")
       const queue = yield* TurnQueue
       const gateway = yield* Gateway
+      const runtimes = yield* ConnectionRuntimes
       const publish = Effect.gen(function* () {
+        yield* status.setSection("runtimes", yield* runtimes.health)
         yield* status.setSection("queue", yield* queue.stats)
         yield* status.setSection("gateway", yield* gateway.status)
       })

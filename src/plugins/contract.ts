@@ -7,6 +7,7 @@ import type { Effect } from "effect"
 import type { PynchyConfig } from "../config/schema.js"
 import type { Channel } from "../pipeline/channel-contract.js"
 import type { ConnectionRuntime } from "../runtimes/connection-runtime-contract.js"
+import type { NativeConnectionRuntime } from "../runtimes/native-runtime.js"
 
 /** What every hook receives: the decoded config and a lookup of `connections:` settings. */
 export interface PluginContext {
@@ -114,7 +115,8 @@ export interface Plugin {
   /** Absolute folder paths, each holding a SKILL.md. */
   skillPaths?(context: PluginContext): HookResult<string>
   createChannel?(context: ChannelFactoryContext): HookResult<Channel>
-  connectionRuntime?(context: PluginContext): HookResult<ConnectionRuntime>
+  /** Plugins return the Promise shape; built-ins may return the Effect-native one (src/runtimes/native-runtime.ts). */
+  connectionRuntime?(context: PluginContext): HookResult<ConnectionRuntime | NativeConnectionRuntime>
   speechSynthesizer?(context: PluginContext): HookResult<SpeechSynthesizer>
   containerRuntime?(context: PluginContext): HookResult<ContainerRuntime>
   tunnel?(context: PluginContext): HookResult<Tunnel>

@@ -3,7 +3,7 @@
  * contribution is checked, what its name is, and whether the registry keeps the author's object
  * (things with methods: a decoded copy would lose `this`) or the decoded value (plain data).
  */
-import { Either, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { ArrayFormatter } from "effect/ParseResult"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -11,6 +11,7 @@ import { parse as parseYaml } from "yaml"
 import { Workspace } from "../domain/workspace.js"
 import type { Channel } from "../pipeline/channel-contract.js"
 import type { ConnectionRuntime } from "../runtimes/connection-runtime-contract.js"
+import { type AnyConnectionRuntime, isNative, type NativeConnectionRuntime } from "../runtimes/native-runtime.js"
 import type {
   ActionSpec,
   AgentCore,
@@ -62,6 +63,8 @@ export const ChannelSchema = Schema.Struct({
 })
 
 export const ConnectionRuntimeSchema = Schema.Struct({ name: Name, start: Fn, close: Fn, isReady: Fn })
+/** The Effect-native shape of the built-ins: closed with its scope, `isReady` an Effect. */
+export const NativeConnectionRuntimeSchema = Schema.Struct({ name: Name, start: Fn, isReady: Schema.declare((u: unknown) => Effect.isEffect(u), { description: "an Effect" }) })
 export const SpeechSynthesizerSchema = Schema.Struct({ name: Name, synthesize: Fn })
 export const ContainerRuntimeSchema = Schema.Struct({ name: Name, start: Fn, kill: Fn, isAlive: Fn })
 export const TunnelSchema = Schema.Struct({ name: Name, detect: Fn })
@@ -94,7 +97,7 @@ export interface ContributionTypes {
   readonly actionSpecs: ActionSpec
   readonly skillPaths: SkillFolder
   readonly createChannel: Channel
-  readonly connectionRuntime: ConnectionRuntime
+  readonly connectionRuntime: AnyConnectionRuntime
   readonly speechSynthesizer: SpeechSynthesizer
   readonly containerRuntime: ContainerRuntime
   readonly tunnel: Tunnel
@@ -228,7 +231,12 @@ export const CATEGORIES: Categories = {
   },
   skillPaths: { hook: "skillPaths", noun: "skill", trust: "medium", check: checkSkill },
   createChannel: { hook: "createChannel", noun: "channel", trust: "highest", check: objectWith(ChannelSchema) },
-  connectionRuntime: { hook: "connectionRuntime", noun: "connection runtime", trust: "highest", check: objectWith(ConnectionRuntimeSchema) },
+  connectionRuntime: {
+    hook: "connectionRuntime",
+    noun: "connection runtime",
+    trust: "highest",
+    check: (input) => isNative(input) ? objectWith<NativeConnectionRuntime>(NativeConnectionRuntimeSchema)(input) : objectWith<ConnectionRuntime>(ConnectionRuntimeSchema)(input)
+  },
   speechSynthesizer: { hook: "speechSynthesizer", noun: "speech synthesizer", trust: "high", check: objectWith(SpeechSynthesizerSchema) },
   containerRuntime: { hook: "containerRuntime", noun: "container runtime", trust: "highest", check: objectWith(ContainerRuntimeSchema) },
   tunnel: { hook: "tunnel", noun: "tunnel", trust: "high", check: objectWith(TunnelSchema) },

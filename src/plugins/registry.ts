@@ -5,7 +5,7 @@
 import { Duration, Effect, Either, Option } from "effect"
 import { PynchyConfig } from "../config/schema.js"
 import type { Channel } from "../pipeline/channel-contract.js"
-import type { ConnectionRuntime } from "../runtimes/connection-runtime-contract.js"
+import type { AnyConnectionRuntime } from "../runtimes/native-runtime.js"
 import { invoke } from "./call-hook.js"
 import { CATEGORIES, type Checked, type ContributionTypes, type SkillFolder } from "./contributions.js"
 import { HOOKS, type HookName, type PluginContext } from "./contract.js"
@@ -47,7 +47,7 @@ export interface Registry {
   readonly skills: ReadonlyArray<Contribution<SkillFolder>>
   readonly channels: ReadonlyArray<Contribution<Channel>>
   /** Started in this order, closed in reverse. */
-  readonly connectionRuntimes: ReadonlyArray<Contribution<ConnectionRuntime>>
+  readonly connectionRuntimes: ReadonlyArray<Contribution<AnyConnectionRuntime>>
   readonly speechSynthesizers: ByHook["speechSynthesizer"]
   readonly containerRuntimes: ByHook["containerRuntime"]
   readonly tunnels: ByHook["tunnel"]

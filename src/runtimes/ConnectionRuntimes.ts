@@ -1,14 +1,13 @@
-import { Clock, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Schedule, Scope } from "effect"
 import { HostConfig } from "../config/HostConfig.js"
 import { HostStore } from "../db/HostStore.js"
-import { LiveStatus } from "../host/LiveStatus.js"
-import type { ConnectionRuntime, ConnectionRuntimeContext } from "./connection-runtime-contract.js"
 import { CloseFailure, RuntimeStartFailed } from "./errors.js"
+import { type AnyConnectionRuntime, asNative, type NativeConnectionRuntime, type NativeRuntimeContext, type NativeRuntimeServices } from "./native-runtime.js"
 
-/** One runtime as a plugin contributed it. */
+/** One runtime as a plugin contributed it: a plugin's Promise runtime or a built-in's native one. */
 export interface RuntimeEntry {
   readonly plugin: string
-  readonly value: ConnectionRuntime
+  readonly value: AnyConnectionRuntime
 }
 
 /** The runtimes to run, in their deterministic order (plugin order, then contribution order). */
@@ -17,7 +16,7 @@ export class ConnectionRuntimeSources extends Context.Tag("pynchy/ConnectionRunt
 export declare namespace RuntimeContexts {
   /** Builds the host-owned context a runtime gets; `release` removes its ephemeral bindings. */
   export interface Service {
-    readonly make: (runtime: string) => Effect.Effect<{ readonly context: ConnectionRuntimeContext; readonly release: Effect.Effect<void> }>
+    readonly make: (runtime: string) => Effect.Effect<{ readonly context: NativeRuntimeContext; readonly release: Effect.Effect<void> }>
   }
 }
 export class RuntimeContexts extends Context.Tag("pynchy/RuntimeContexts")<RuntimeContexts, RuntimeContexts.Service>() {}
@@ -37,54 +36,70 @@ export declare namespace ConnectionRuntimes {
 }
 
 const READY_POLL = Duration.millis(10)
-const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
+const describeCause = (cause: Cause.Cause<unknown>) => {
+  const e = Cause.squash(cause)
+  return e instanceof Error ? e.message : typeof e === "object" && e !== null && "message" in e ? String(e.message) : String(e)
+}
 
 /**
  * Startup steps 7 and 8 of the seed, as a scoped layer (src/host/startup-steps.ts orders it after
- * step 4). Runtimes start one at a time; each must report
- * ready before the next starts. If runtime k fails, k is closed, then every runtime started
- * before it in reverse, and the layer fails with every close failure attached. On scope close
- * every started runtime is closed in reverse; a failing close never skips the others.
+ * step 4). Runtimes start one at a time, each in a scope of its own; each must report ready
+ * before the next starts. If runtime k fails, k is closed, then every runtime started before it in
+ * reverse, and the layer fails with every close failure attached. On
+ * scope close every started runtime is closed in reverse; a failing close never skips the others.
+ * Readiness is asked again every `readinessCheckMs`; a change is an event and a log line, and Host
+ * publishes `health` in the live status.
  */
 export class ConnectionRuntimes extends Context.Tag("pynchy/ConnectionRuntimes")<ConnectionRuntimes, ConnectionRuntimes.Service>() {
   static readonly make = Effect.gen(function* () {
     const { config } = yield* HostConfig
     const entries = yield* ConnectionRuntimeSources
     const contexts = yield* RuntimeContexts
+    const store = yield* HostStore
+    const services = yield* Effect.context<NativeRuntimeServices>()
     const limits = config.limits
-    const started: Array<{ entry: RuntimeEntry; release: Effect.Effect<void> }> = []
+    interface Started {
+      readonly plugin: string
+      readonly runtime: NativeConnectionRuntime
+      readonly scope: Scope.CloseableScope
+      readonly release: Effect.Effect<void>
+    }
+    const started: Array<Started> = []
     const health = new Map<string, RuntimeHealth>()
 
-    const closeOne = (entry: RuntimeEntry, release: Effect.Effect<void>) =>
-      Effect.tryPromise({ try: () => entry.value.close(), catch: describe }).pipe(
-        // Only the wait on the promise is interruptible, so the deadline can abandon it; the rest
-        // of the close stays protected from the shutdown's own interruption.
-        Effect.interruptible,
-        Effect.timeoutFail({ duration: Duration.millis(limits.runtimeCloseTimeoutMs), onTimeout: () => "timeout" as const }),
-        Effect.ensuring(release),
-        Effect.matchEffect({
-          onSuccess: () => Effect.logInfo("runtime closed").pipe(Effect.annotateLogs({ runtime: entry.value.name }), Effect.as(Option.none<CloseFailure>())),
-          onFailure: (e) => {
-            const failure = CloseFailure.make({
-              runtime: entry.value.name,
-              plugin: entry.plugin,
-              code: e === "timeout" ? "close_timeout" : "close_failed",
-              reason: e === "timeout" ? `no answer within ${limits.runtimeCloseTimeoutMs} ms` : e
-            })
-            return Effect.succeed(Option.some(failure))
-          }
-        })
-      )
+    const closeOne = ({ plugin, release, runtime, scope }: Started) =>
+      Effect.gen(function* () {
+        // The close runs in a fiber of its own, so the deadline can abandon it (a finalizer is
+        // uninterruptible); the rest of the close stays protected from the shutdown's interruption.
+        const closing = yield* Effect.forkDaemon(Effect.exit(Scope.close(scope, Exit.void)))
+        const exit = yield* Fiber.join(closing).pipe(
+          Effect.interruptible,
+          Effect.timeoutFail({ duration: Duration.millis(limits.runtimeCloseTimeoutMs), onTimeout: () => "timeout" as const }),
+          Effect.either,
+          Effect.ensuring(release)
+        )
+        if (exit._tag === "Right" && Exit.isSuccess(exit.right)) {
+          yield* Effect.logInfo("runtime closed").pipe(Effect.annotateLogs({ runtime: runtime.name }))
+          return Option.none<CloseFailure>()
+        }
+        const timeout = exit._tag === "Left"
+        return Option.some(CloseFailure.make({
+          runtime: runtime.name,
+          plugin,
+          code: timeout ? "close_timeout" : "close_failed",
+          reason: timeout ? `no answer within ${limits.runtimeCloseTimeoutMs} ms` : Exit.isFailure(exit.right) ? describeCause(exit.right.cause) : "failed"
+        }))
+      })
 
     /** Closes what is started, newest first; every close runs whatever the others do. */
     const closeStarted = Effect.gen(function* () {
       const failures: Array<CloseFailure> = []
       const closed: Array<string> = []
       while (started.length > 0) {
-        const { entry, release } = started.pop()!
-        health.delete(entry.value.name)
-        closed.push(entry.value.name)
-        const failure = yield* closeOne(entry, release)
+        const one = started.pop()!
+        health.delete(one.runtime.name)
+        closed.push(one.runtime.name)
+        const failure = yield* closeOne(one)
         if (Option.isSome(failure)) failures.push(failure.value)
       }
       return { closed, failures }
@@ -103,63 +118,59 @@ export class ConnectionRuntimes extends Context.Tag("pynchy/ConnectionRuntimes")
 
     const startOne = (entry: RuntimeEntry) =>
       Effect.gen(function* () {
-        const name = entry.value.name
+        const runtime = asNative(entry.value)
+        const name = runtime.name
         const { context, release } = yield* contexts.make(name)
+        const scope = yield* Scope.make()
+        const one: Started = { plugin: entry.plugin, runtime, scope, release }
         const fail = (code: RuntimeStartFailed["code"], reason: string) =>
           Effect.gen(function* () {
             // k first, then everything before it in reverse.
-            started.push({ entry, release })
+            started.push(one)
             const { closed, failures } = yield* closeStarted
             return yield* new RuntimeStartFailed({ runtime: name, plugin: entry.plugin, code, reason, closed, closeFailures: failures })
           })
-        const start = yield* Effect.tryPromise({ try: () => entry.value.start(context), catch: describe }).pipe(
+        const start = yield* runtime.start(context).pipe(
+          Scope.extend(scope),
+          Effect.provide(services),
+          Effect.sandbox,
+          Effect.mapError(describeCause),
           Effect.timeoutFail({ duration: Duration.millis(limits.runtimeStartTimeoutMs), onTimeout: () => "timeout" as const }),
           Effect.either
         )
         if (start._tag === "Left") {
           return yield* fail(start.left === "timeout" ? "start_timeout" : "start_failed", start.left === "timeout" ? `no answer within ${limits.runtimeStartTimeoutMs} ms` : start.left)
         }
-        const ready = yield* Effect.try(() => entry.value.isReady()).pipe(
+        const ready = yield* runtime.isReady.pipe(
           Effect.flatMap((r) => (r ? Effect.void : Effect.fail("not ready yet"))),
           Effect.retry(Schedule.spaced(READY_POLL)),
           Effect.timeoutFail({ duration: Duration.millis(limits.runtimeReadyTimeoutMs), onTimeout: () => "timeout" as const }),
           Effect.either
         )
         if (ready._tag === "Left") return yield* fail("ready_timeout", `not ready within ${limits.runtimeReadyTimeoutMs} ms`)
-        started.push({ entry, release })
+        started.push(one)
         health.set(name, { name, plugin: entry.plugin, ready: true, since: yield* Clock.currentTimeMillis })
         yield* Effect.logInfo("runtime ready").pipe(Effect.annotateLogs({ runtime: name, plugin: entry.plugin }))
       })
 
     yield* Effect.forEach(entries, startOne, { discard: true })
 
-    const snapshot = Effect.sync(() => [...health.values()])
-    // isReady is live: keep asking, publish the answers, and say when one changes.
-    const store = yield* HostStore
-    const status = yield* LiveStatus
+    // isReady is live: keep asking, and record when an answer changes.
     const check = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
-      for (const { entry } of started) {
-        const before = health.get(entry.value.name)
-        const ready = (() => {
-          try {
-            return entry.value.isReady() === true
-          } catch {
-            return false
-          }
-        })()
+      for (const { plugin, runtime } of started) {
+        const before = health.get(runtime.name)
+        const ready = yield* runtime.isReady.pipe(Effect.catchAllCause(() => Effect.succeed(false)))
         if (before !== undefined && before.ready !== ready) {
-          health.set(entry.value.name, { ...before, ready, since: now })
-          yield* store.appendEvent(ready ? "runtime.ready" : "runtime.unready", { runtime: entry.value.name, plugin: entry.plugin })
-          yield* (ready ? Effect.logInfo("runtime ready again") : Effect.logWarning("runtime not ready")).pipe(Effect.annotateLogs({ runtime: entry.value.name }))
+          health.set(runtime.name, { ...before, ready, since: now })
+          yield* store.appendEvent(ready ? "runtime.ready" : "runtime.unready", { runtime: runtime.name, plugin })
+          yield* (ready ? Effect.logInfo("runtime ready again") : Effect.logWarning("runtime not ready")).pipe(Effect.annotateLogs({ runtime: runtime.name }))
         }
       }
-      yield* status.setSection("runtimes", yield* snapshot)
     })
-    yield* status.setSection("runtimes", yield* snapshot)
     if (started.length > 0) yield* Effect.forkScoped(Effect.repeat(check, Schedule.spaced(Duration.millis(limits.readinessCheckMs))))
 
-    return ConnectionRuntimes.of({ health: snapshot })
+    return ConnectionRuntimes.of({ health: Effect.sync(() => [...health.values()]) })
   })
 
   static readonly layer = Layer.scoped(ConnectionRuntimes, ConnectionRuntimes.make)

@@ -8,16 +8,18 @@ import { Workspace } from "../domain/workspace.js"
 import { Channels } from "../pipeline/Channels.js"
 import { Ingest } from "../pipeline/Ingest.js"
 import { Workspaces } from "../pipeline/Workspaces.js"
-import type { ConnectionRuntimeContext, WorkspaceInfo } from "./connection-runtime-contract.js"
+import type { ConnectionRuntimeContext, IngestMessageInput, WorkspaceInfo } from "./connection-runtime-contract.js"
 import { RuntimeContexts } from "./ConnectionRuntimes.js"
 import { ContextCallFailed } from "./errors.js"
+import type { NativeRuntimeContext } from "./native-runtime.js"
 
 const info = (w: Workspace): WorkspaceInfo => Schema.encodeSync(Workspace)(w) as unknown as WorkspaceInfo
 const decodeWorkspace = Schema.decodeUnknownEither(Workspace)
 
 /**
- * The host side of ConnectionRuntimeContext: Promise-facing callbacks over the pipeline's
- * services, run through the layer's runtime. Typed failures reject with their message.
+ * The host side of the runtime context: Effects over the pipeline's services for the built-ins,
+ * and the same as Promise-facing callbacks for plugins, run through the layer's runtime. Typed
+ * failures are ContextCallFailed with their message (a Promise rejects with it).
  */
 export const layer = Layer.effect(
   RuntimeContexts,
@@ -26,10 +28,17 @@ export const layer = Layer.effect(
     // Each answer is handed back after a macrotask hop: a provider loop that awaits ingest line
     // after line over a backlog would otherwise run on microtasks alone and starve every timer
     // and socket of the host (readiness checks, deadlines) until the backlog is drained.
+    const call = <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Ingest | MessageStore | WorkspaceStore | Channels | Workspaces | HostConfig>) =>
+      effect.pipe(Effect.mapError((e) => new ContextCallFailed({ reason: e.message })), Effect.provide(runtime))
     const run = <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Ingest | MessageStore | WorkspaceStore | Channels | Workspaces | HostConfig>) =>
-      Runtime.runPromise(runtime)(effect.pipe(Effect.mapError((e) => new ContextCallFailed({ reason: e.message })))).then(
+      Runtime.runPromise(runtime)(call(effect)).then(
         (a) => new Promise<A>((resolve) => setImmediate(() => resolve(a))),
         (e: unknown) => new Promise<never>((_, reject) => setImmediate(() => reject(e)))
+      )
+    const ingest = (input: IngestMessageInput) => Effect.flatMap(Ingest, (i) => i.ingest(input))
+    const cursor = (connection: string, stream: string) =>
+      Effect.flatMap(MessageStore, (s) => s.cursor(ConnectionName.make(connection), stream)).pipe(
+        Effect.map(Option.match({ onNone: () => null, onSome: (c) => ({ position: c.position, order: c.order }) }))
       )
     const { config } = yield* HostConfig
     const channels = yield* Channels
@@ -40,11 +49,8 @@ export const layer = Layer.effect(
         Effect.sync(() => {
           const unbinds: Array<Effect.Effect<void>> = []
           const context: ConnectionRuntimeContext = {
-            ingestMessage: (input) => run(Effect.flatMap(Ingest, (i) => i.ingest(input))),
-            getCursor: (connection, stream) =>
-              run(Effect.flatMap(MessageStore, (s) => s.cursor(ConnectionName.make(connection), stream)).pipe(
-                Effect.map(Option.match({ onNone: () => null, onSome: (c) => ({ position: c.position, order: c.order }) }))
-              )),
+            ingestMessage: (input) => run(ingest(input)),
+            getCursor: (connection, stream) => run(cursor(connection, stream)),
             channels: {
               get: (name) => channels.get(name),
               bind: (channel) => {
@@ -67,7 +73,14 @@ export const layer = Layer.effect(
             routes: (connection) => workspaces.routesOf(connection).map((r) => ({ place: r.place, workspace: r.workspace })),
             connectionConfig: (name) => (config.connections as Record<string, Record<string, unknown> | undefined>)[name]
           }
-          return { context, release: Effect.suspend(() => Effect.all(unbinds.splice(0), { discard: true })) }
+          const native: NativeRuntimeContext = {
+            ingest: (input) => call(ingest(input)),
+            cursor: (connection, stream) => call(cursor(connection, stream)),
+            bindChannel: (channel) => Effect.sync(() => context.channels.bind(channel)),
+            routes: context.routes,
+            promise: context
+          }
+          return { context: native, release: Effect.suspend(() => Effect.all(unbinds.splice(0), { discard: true })) }
         })
     })
   })

@@ -236,6 +236,40 @@ describe("HTTP API connection", () => {
       assert.deepStrictEqual([unrouted.status, unrouted.body.error, pathsOf(unrouted)], [404, "no_route", ["place"]])
     }))
 
+  it.scopedLive("a body over maxBodyBytes gets its 413 (the client sent it all and reads the answer, no reset)", () =>
+    Effect.gen(function* () {
+      const { base } = yield* withHost(runtimeFor())
+      // Just over the limit, and well over it (several MB: the server reads and drops the rest).
+      for (const size of [262_145, 4_000_000]) {
+        const r = yield* post(base, "big", { text: "x".repeat(size) })
+        assert.deepStrictEqual([r.status, r.body], [413, { error: "payload_too_large", limit: 262_144 }])
+      }
+      // The server is fine afterwards.
+      const ok = yield* post(base, "big", { text: "small" })
+      assert.strictEqual(ok.status, 202)
+    }))
+
+  it.scopedLive("replies and the stream are scoped to the caller's token", () =>
+    Effect.gen(function* () {
+      const { base } = yield* withHost(runtimeFor())
+      yield* post(base, "shared", { text: "from A" }, {}, TOKEN)
+      const a = yield* awaitReplies(base, "shared", 1)
+      assert.deepStrictEqual(a.map((r) => r.text), ["echo: from A"])
+      const b = yield* call(`${base}/v1/conversations/shared/replies?after=0`, { token: TOKEN_B })
+      assert.deepStrictEqual([b.status, b.body.replies], [200, []])
+      yield* post(base, "shared", { text: "from B" }, {}, TOKEN_B)
+      const bAfter = yield* Effect.gen(function* () {
+        while (true) {
+          const r = yield* call(`${base}/v1/conversations/shared/replies?after=0`, { token: TOKEN_B })
+          if (r.body.replies.length > 0) return r.body.replies as Array<{ text: string }>
+          yield* Effect.sleep("10 millis")
+        }
+      })
+      assert.deepStrictEqual(bAfter.map((r) => r.text), ["echo: from B"])
+      const aAgain = yield* call(`${base}/v1/conversations/shared/replies?after=0`)
+      assert.deepStrictEqual(aAgain.body.replies.map((r: { text: string }) => r.text), ["echo: from A"])
+    }))
+
   it("bad settings name the field", () => {
     assert.throws(() => decodeHttpSettings("web", { kind: "http", port: 70_000, tokens: ["plain-token"] }), /connections\.web: .*port.*tokens\.0/s)
     assert.throws(() => decodeHttpSettings("web", { kind: "http", port: 1 }), /connections\.web\.tokens/)

@@ -103,7 +103,7 @@ describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
     Effect.gen(function* () {
       const runtime = makeMatrixRuntime({ name: "mx", settings: settings(), dataDir: tempDir() })
       const ctx = yield* Layer.build(makeTestHost(hostConfig(tempDir()), { runtimes: [{ plugin: "matrix", value: runtime }] }))
-      assert.isTrue(runtime.isReady())
+      assert.isTrue(Effect.runSync(runtime.isReady))
       const room = yield* Effect.promise(() => roomWithBot())
       yield* Effect.promise(() => alice.send(room, "hello"))
       const reply = yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.sender === bot.userId))
@@ -155,12 +155,12 @@ describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
       yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === "echo: before"))
 
       synapse.stop()
-      yield* eventually(() => (runtime.isReady() ? undefined : true), { label: "the runtime not ready while the homeserver is down" })
-      assert.isFalse(runtime.isReady())
+      yield* eventually(() => (Effect.runSync(runtime.isReady) ? undefined : true), { label: "the runtime not ready while the homeserver is down" })
+      assert.isFalse(Effect.runSync(runtime.isReady))
       synapse.start()
       // Sent as soon as the homeserver answers, likely before the runtime's next sync succeeds.
       yield* Effect.promise(() => alice.send(room, "during recovery"))
-      yield* eventually(() => (runtime.isReady() ? true : undefined), { label: "the runtime ready again" })
+      yield* eventually(() => (Effect.runSync(runtime.isReady) ? true : undefined), { label: "the runtime ready again" })
       yield* Effect.promise(() => alice.send(room, "after"))
       yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === "echo: after"))
       const all = yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === "echo: during recovery").then(() => alice.messages(room)))
@@ -172,9 +172,9 @@ describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
       const runtime = makeMatrixRuntime({ name: "mx", settings: settings(), dataDir: tempDir() })
       yield* Effect.scoped(Effect.gen(function* () {
         yield* Layer.build(makeTestHost(hostConfig(tempDir()), { runtimes: [{ plugin: "matrix", value: runtime }] }))
-        assert.isTrue(runtime.isReady())
+        assert.isTrue(Effect.runSync(runtime.isReady))
       }))
-      assert.isFalse(runtime.isReady())
+      assert.isFalse(Effect.runSync(runtime.isReady))
     }))
 })
 
@@ -287,11 +287,11 @@ describe("Matrix settings", () => {
     const none = Either.getOrThrow(decodeConfig({ ...base, routes: [{ connection: "mx", place: "!r:h", workspace: "main", enabled: false }] }, "t"))
     const one = Either.getOrThrow(decodeConfig({ ...base, routes: [{ connection: "mx", place: "!r:h", workspace: "main" }] }, "t"))
     const ctx = (config: typeof none) => ({ config, connectionConfig: (n: string) => (config.connections as Record<string, Record<string, unknown>>)[n] })
-    const runtimesOf = (config: typeof none) => plugin.connectionRuntime(ctx(config)) as ReadonlyArray<{ name: string; isReady(): boolean }>
+    const runtimesOf = (config: typeof none) => plugin.connectionRuntime(ctx(config)) as ReadonlyArray<{ name: string; isReady: Effect.Effect<boolean> }>
     assert.deepStrictEqual(runtimesOf(none), [])
     const [rt] = runtimesOf(one)
     assert.strictEqual(rt!.name, "mx")
-    assert.isFalse(rt!.isReady())
+    assert.isFalse(Effect.runSync(rt!.isReady))
   })
 })
 

@@ -76,7 +76,7 @@ describe("buildRegistry", () => {
       const runtime = new Counter()
       const registry = yield* buildRegistry([{ plugin: { name: "p", connectionRuntime: () => [runtime] }, source: builtin }])
       assert.strictEqual(registry.connectionRuntimes[0]?.value, runtime)
-      assert.isTrue(registry.connectionRuntimes[0]?.value.isReady())
+      assert.isTrue((registry.connectionRuntimes[0]?.value as Counter).isReady())
     }))
 
   it.effect("hooks receive the decoded config and connection settings", () =>

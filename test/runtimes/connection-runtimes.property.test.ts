@@ -1,9 +1,9 @@
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, FastCheck as fc, Layer, Logger, LogLevel, Option, TestClock } from "effect"
 import { HostConfig } from "../../src/config/HostConfig.js"
 import * as Database from "../../src/db/Database.js"
 import * as Stores from "../../src/db/Stores.js"
-import { LiveStatus } from "../../src/host/LiveStatus.js"
 import { connectionRuntimesLayer, Dispatched, RecoveredTurns } from "../../src/host/startup-steps.js"
 import type { ConnectionRuntime } from "../../src/runtimes/connection-runtime-contract.js"
 import { ConnectionRuntimes, ConnectionRuntimeSources, RuntimeContexts } from "../../src/runtimes/ConnectionRuntimes.js"
@@ -57,7 +57,7 @@ const underTest = (specs: ReadonlyArray<Spec>, log: Array<string>) => {
   const config = HostConfig.layerFrom(recordingConfig(tempDir(), { runtimeTimeoutsMs: { start: 1_000, ready: 200, close: 1_000, check: 1_000 } }))
   const base = Layer.mergeAll(
     Layer.provideMerge(Stores.layer, Database.layerMemory),
-    LiveStatus.layer,
+    FetchHttpClient.layer,
     Layer.succeed(ConnectionRuntimeSources, specs.map((s, i) => ({ plugin: `plugin${i % 2}`, value: runtimeFor(i, s, log) }))),
     Layer.succeed(RuntimeContexts, { make: () => Effect.succeed({ context: {} as never, release: Effect.void }) }),
     Layer.effect(RecoveredTurns, Effect.sync(() => {

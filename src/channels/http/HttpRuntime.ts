@@ -1,82 +1,36 @@
 /**
  * The HTTP API connection: a loopback server that ingests posted messages durably and serves the
- * replies of each conversation (a list and an SSE stream). It is a connection runtime (it
- * ingests) that binds the outbound channel of its connection while it runs.
+ * replies of each conversation (a list and an SSE stream) from the deliveries table. It is an
+ * Effect-native connection runtime (src/runtimes/native-runtime.ts) on @effect/platform's
+ * HttpServer: it listens in the runtime's scope and binds the outbound channel of its connection.
  *
  *   POST /v1/conversations/{place}/messages   {text, sender?}   Idempotency-Key: <key>
  *        -> 202 {messageId, conversationId, duplicate}, only after the ingest committed
  *        -> 409 {error: "idempotency_key_reused"} when this token used the key in this place for another body
+ *        -> 413 {error: "payload_too_large"} (after the body was read, so the client sees it)
  *   GET  /v1/conversations/{place}/replies?after=<id>  -> 200 {replies: [{id, key, kind, text, at}]}
  *   GET  /v1/conversations/{place}/stream             -> text/event-stream, `event: reply`
  *        (with an id), and `event: delta` (streamed text of the reply to come; no id, not replayed)
  *
  * Every request needs `Authorization: Bearer <token>` whose SHA-256 is configured (401, no detail,
- * otherwise). Bad input gets 400 `{error: "invalid_request", problems: [{path, reason}]}`.
+ * otherwise). A token reads the replies to its own messages only. Bad input gets 400
+ * `{error: "invalid_request", problems: [{path, reason}]}`.
  */
-import { Either, Schema } from "effect"
-import { randomUUID, timingSafeEqual } from "node:crypto"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import { Cause, Data, Deferred, Effect, Option } from "effect"
+import { createHash, timingSafeEqual } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as http from "node:http"
-import type { AddressInfo } from "node:net"
 import * as path from "node:path"
-import { problemsOf } from "../../domain/problems.js"
+import { DeliveryStore } from "../../db/DeliveryStore.js"
 import type { Channel } from "../../pipeline/channel-contract.js"
-import type { ConnectionRuntime, ConnectionRuntimeContext } from "../../runtimes/connection-runtime-contract.js"
-import { bodyDigest, keyedEventId } from "./idempotency.js"
-import { type Reply, ReplyBuffer } from "./replies.js"
+import { native, type NativeConnectionRuntime } from "../../runtimes/native-runtime.js"
+import { Caller, HttpFailure, json, makeRouter } from "./api.js"
+import { ReplyHub } from "./replies.js"
 import { hashToken, type HttpSettings, parseTokensFile } from "./settings.js"
 
-const PostBody = Schema.Struct({
-  text: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100_000)),
-  sender: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)))
-})
-const decodeBody = Schema.decodeUnknownEither(PostBody)
-const ROUTE = /^\/v1\/conversations\/([^/]+)\/(messages|replies|stream)$/
-const HEARTBEAT_MS = 15_000
-/** A stream whose client reads slower than this much buffered output loses deltas (never replies). */
-const DELTA_BACKLOG_BYTES = 1 << 20
-
-interface Problem {
-  readonly path: string
-  readonly reason: string
-}
-
-class HttpFailure {
-  constructor(readonly status: number, readonly body: Record<string, unknown>, readonly headers: Record<string, string> = {}) {}
-}
-const invalid = (problems: ReadonlyArray<Problem>) => new HttpFailure(400, { error: "invalid_request", problems })
-
-const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
-  const data = JSON.stringify(body)
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(data), "cache-control": "no-store", ...headers })
-  res.end(data)
-}
-
-const readBody = (req: http.IncomingMessage, limit: number) =>
-  new Promise<string>((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    let size = 0
-    req.on("data", (c: Buffer) => {
-      size += c.length
-      if (size > limit) {
-        reject(new HttpFailure(413, { error: "payload_too_large", limit }))
-        req.destroy()
-      } else chunks.push(c)
-    })
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
-    req.on("error", reject)
-  })
-
-const placeOf = (raw: string): string => {
-  let place: string
-  try {
-    place = decodeURIComponent(raw)
-  } catch {
-    throw invalid([{ path: "place", reason: "is not valid percent-encoding" }])
-  }
-  if (place.trim() === "" || place.length > 255) throw invalid([{ path: "place", reason: "must be 1-255 characters" }])
-  return place
-}
+export class HttpRuntimeError extends Data.TaggedError("HttpRuntimeError")<{ readonly message: string }> {}
 
 export interface HttpRuntimeOptions {
   readonly name: string
@@ -85,159 +39,98 @@ export interface HttpRuntimeOptions {
   readonly dataDir: string
 }
 
-export interface HttpRuntime extends ConnectionRuntime {
+export interface HttpRuntime extends NativeConnectionRuntime {
   /** The port it listens on, once started (useful with `port: 0`). */
   port(): number | undefined
 }
 
+/** The id stored with a token's messages (metadata `client`): derived from its hash, never the hash itself. */
+const clientOf = (tokenHash: string) => createHash("sha256").update(`pynchy-http-client\u0000${tokenHash}`).digest("hex").slice(0, 32)
+
 export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
   const { name, settings } = options
-  const replies = new ReplyBuffer(settings.keepReplies)
-  let server: http.Server | undefined
+  let port: number | undefined
   let listening = false
-  let hashes: Array<Buffer> = []
 
-  /** The configured hash of the request's bearer token, or undefined when it is not one of them. */
-  const tokenOf = (req: http.IncomingMessage): string | undefined => {
-    const header = req.headers.authorization
-    if (header === undefined || !header.startsWith("Bearer ")) return undefined
-    const digest = Buffer.from(hashToken(header.slice("Bearer ".length).trim()), "hex")
-    let match: Buffer | undefined
-    // Every hash is compared, so the time taken does not say which one matched.
-    for (const h of hashes) if (timingSafeEqual(h, digest)) match = h
-    return match?.toString("hex")
-  }
-
-  const handle = async (context: ConnectionRuntimeContext, req: http.IncomingMessage, res: http.ServerResponse) => {
-    const url = new URL(req.url ?? "/", "http://localhost")
-    const match = ROUTE.exec(url.pathname)
-    const token = tokenOf(req)
-    if (token === undefined) return json(res, 401, { error: "unauthorized" }, { "www-authenticate": "Bearer" })
-    if (match === null) return json(res, 404, { error: "not_found" })
-    const place = placeOf(match[1]!)
-    const action = match[2]!
-    const routes = context.routes(name)
-    if (!routes.some((r) => r.place === place || r.place === "*")) throw new HttpFailure(404, { error: "no_route", problems: [{ path: "place", reason: `no enabled route of connection '${name}' matches this place` }] })
-    const conversationId = `${name}:${place}`
-
-    if (action === "messages") {
-      if (req.method !== "POST") return json(res, 405, { error: "method_not_allowed" }, { allow: "POST" })
-      const key = req.headers["idempotency-key"]
-      const idem = Array.isArray(key) ? key[0] : key
-      if (idem !== undefined && (idem.length === 0 || idem.length > 200 || !/^[\x21-\x7e]+$/.test(idem))) {
-        throw invalid([{ path: "header.Idempotency-Key", reason: "must be 1-200 visible ASCII characters" }])
-      }
-      const raw = await readBody(req, settings.maxBodyBytes)
-      let parsed: unknown
-      try {
-        parsed = JSON.parse(raw)
-      } catch {
-        throw invalid([{ path: "body", reason: "is not valid JSON" }])
-      }
-      const decoded = decodeBody(parsed, { errors: "all", onExcessProperty: "error" })
-      if (Either.isLeft(decoded)) {
-        throw invalid(problemsOf(decoded.left, ["body"]).map((p) => ({ path: p.path, reason: p.reason.replace(/,?\s*actual [\s\S]*$/, "") })))
-      }
-      const message = { sender: decoded.right.sender ?? "http", text: decoded.right.text }
-      const unavailable = () => {
-        throw new HttpFailure(503, { error: "unavailable" })
-      }
-      if (idem === undefined) {
-        const result = await context.ingestMessage({ connection: name, place, providerEventId: `anon:${randomUUID()}`, ...message }).catch(unavailable)
-        return json(res, 202, { messageId: result.messageId, conversationId: result.conversationId, duplicate: result.duplicate })
-      }
-      const result = await context.ingestMessage({
-        connection: name,
-        place,
-        providerEventId: keyedEventId(token, place, idem),
-        fingerprint: bodyDigest(message),
-        ...message
-      }).catch(unavailable)
-      if (result.conflict) {
-        throw new HttpFailure(409, {
-          error: "idempotency_key_reused",
-          problems: [{ path: "header.Idempotency-Key", reason: "this token already used this key in this place for a different message; use a new key for a new message" }]
-        })
-      }
-      return json(res, 202, { messageId: result.messageId, conversationId: result.conversationId, duplicate: result.duplicate })
-    }
-
-    if (req.method !== "GET") return json(res, 405, { error: "method_not_allowed" }, { allow: "GET" })
-    const afterRaw = url.searchParams.get("after") ?? (action === "stream" ? req.headers["last-event-id"] as string | undefined : undefined) ?? "0"
-    if (!/^\d{1,16}$/.test(afterRaw)) throw invalid([{ path: url.searchParams.has("after") ? "query.after" : "header.Last-Event-ID", reason: "must be a reply id (a non-negative integer)" }])
-    const after = Number(afterRaw)
-
-    if (action === "replies") return json(res, 200, { conversationId, replies: replies.after(place, after) })
-
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive", "x-accel-buffering": "no" })
-    const write = (r: Reply) => res.write(`id: ${r.id}\nevent: reply\ndata: ${JSON.stringify(r)}\n\n`)
-    res.write("retry: 1000\n\n")
-    for (const r of replies.after(place, after)) write(r)
-    const unsubscribe = replies.subscribe(place, write)
-    const unsubscribeDeltas = replies.subscribeDeltas(place, (d) => {
-      if (res.writableLength < DELTA_BACKLOG_BYTES) res.write(`event: delta\ndata: ${JSON.stringify(d)}\n\n`)
+  const readTokens = Effect.gen(function* () {
+    if (settings.tokensFile === undefined) return settings.tokens
+    const file = settings.tokensFile
+    const content = yield* Effect.tryPromise({
+      try: () => fs.readFile(path.resolve(options.dataDir, file), "utf8"),
+      catch: () => new HttpRuntimeError({ message: `connections.${name}.tokensFile: cannot read the file` })
     })
-    const heartbeat = setInterval(() => res.write(": ping\n\n"), HEARTBEAT_MS)
-    res.on("close", () => {
-      clearInterval(heartbeat)
-      unsubscribe()
-      unsubscribeDeltas()
-    })
-  }
+    const fromFile = yield* Effect.try({ try: () => parseTokensFile(name, content), catch: (e) => new HttpRuntimeError({ message: (e as Error).message }) })
+    return [...settings.tokens, ...fromFile]
+  })
 
-  const channel: Channel = {
+  const runtime = native({
     name,
-    // A resend of a key already buffered is dropped; after a crash the buffer is new and the
-    // reply carries its key, so a client that saw it before can tell.
-    idempotentResends: true,
-    send: (delivery) => {
-      if (!listening) return Promise.reject(new Error(`http connection '${name}' is closed`))
-      replies.add(delivery)
-      return Promise.resolve()
-    },
-    progress: (event) => replies.progress(event)
-  }
+    start: (context) =>
+      Effect.gen(function* () {
+        const hashes = (yield* readTokens).map((h) => Buffer.from(h, "hex"))
+        /** The configured hash of the bearer token, or none; every hash is compared, so the time taken does not say which one matched. */
+        const authenticate = (authorization: string | undefined) => {
+          if (authorization === undefined || !authorization.startsWith("Bearer ")) return Option.none<string>()
+          const digest = Buffer.from(hashToken(authorization.slice("Bearer ".length).trim()), "hex")
+          let match: Buffer | undefined
+          for (const h of hashes) if (timingSafeEqual(h, digest)) match = h
+          return Option.map(Option.fromNullable(match), (m) => m.toString("hex"))
+        }
+        const deliveries = yield* DeliveryStore
+        const hub = new ReplyHub()
+        const closing = yield* Deferred.make<void>()
+        const router = makeRouter({ name, settings, context, deliveries, hub, closing })
 
-  return {
-    name,
-    port: () => {
-      const a = server?.address()
-      return a !== null && typeof a === "object" ? (a as AddressInfo).port : undefined
-    },
-    start: async (context) => {
-      const fromFile = settings.tokensFile !== undefined
-        ? parseTokensFile(name, await fs.readFile(path.resolve(options.dataDir, settings.tokensFile), "utf8").catch(() => {
-          throw new Error(`connections.${name}.tokensFile: cannot read the file`)
-        }))
-        : []
-      hashes = [...settings.tokens, ...fromFile].map((h) => Buffer.from(h, "hex"))
-      const s = http.createServer((req, res) => {
-        handle(context, req, res).catch((e: unknown) => {
-          if (res.headersSent) return res.destroy()
-          if (e instanceof HttpFailure) return json(res, e.status, e.body, e.headers)
-          json(res, 500, { error: "internal" })
-        })
-      })
-      s.keepAliveTimeout = 5_000
-      await new Promise<void>((resolve, reject) => {
-        s.once("error", (e: NodeJS.ErrnoException) => reject(new Error(`connections.${name}.port: cannot listen on ${settings.host}:${settings.port} (${e.code ?? "error"})`)))
-        s.listen(settings.port, settings.host, () => resolve())
-      })
-      server = s
-      listening = true
-      context.channels.bind(channel)
-    },
-    close: async () => {
-      listening = false
-      const s = server
-      server = undefined
-      if (s === undefined) return
-      await new Promise<void>((resolve) => {
-        s.close(() => resolve())
-        // Open SSE streams would hold close() forever.
-        s.closeAllConnections()
-      })
-    },
-    isReady: () => listening
-  }
+        const app = Effect.gen(function* () {
+          const req = yield* HttpServerRequest.HttpServerRequest
+          const tokenHash = authenticate(req.headers["authorization"])
+          if (Option.isNone(tokenHash)) return json(401, { error: "unauthorized" }, { "www-authenticate": "Bearer" })
+          return yield* router.pipe(
+            Effect.provideService(Caller, { tokenHash: tokenHash.value, client: clientOf(tokenHash.value) }),
+            Effect.catchTag("RouteNotFound", () => Effect.succeed(json(404, { error: "not_found" })))
+          )
+        }).pipe(
+          Effect.catchTag("HttpFailure", (f: HttpFailure) => Effect.succeed(json(f.status, f.body, f.headers))),
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause)
+              ? Effect.failCause(cause)
+              : Effect.logError("http api: request failed", cause).pipe(Effect.as(json(500, { error: "internal" })))
+          ),
+          Effect.annotateLogs({ connection: name })
+        )
+
+        const nodeServer = http.createServer()
+        nodeServer.keepAliveTimeout = 5_000
+        const server = yield* NodeHttpServer.make(() => nodeServer, { port: settings.port, host: settings.host }).pipe(
+          Effect.mapError((e) => new HttpRuntimeError({ message: `connections.${name}.port: cannot listen on ${settings.host}:${settings.port} (${(e.cause as NodeJS.ErrnoException | undefined)?.code ?? "error"})` }))
+        )
+        // Runs before the server's own close (finalizers run in reverse): open streams end, and
+        // connections still open are cut, or an SSE client would hold the close forever.
+        yield* Effect.addFinalizer(() =>
+          Deferred.succeed(closing, undefined).pipe(Effect.zipRight(Effect.sync(() => {
+            listening = false
+            nodeServer.closeAllConnections()
+          })))
+        )
+        yield* server.serve(app)
+        port = server.address._tag === "TcpAddress" ? server.address.port : undefined
+
+        const channel: Channel = {
+          name,
+          // Replies are read from the deliveries table: sending again changes nothing.
+          idempotentResends: true,
+          send: (delivery) => {
+            if (!listening) return Promise.reject(new Error(`http connection '${name}' is closed`))
+            hub.delivered(delivery.place)
+            return Promise.resolve()
+          },
+          progress: (event) => hub.progress(event)
+        }
+        yield* context.bindChannel(channel)
+        listening = true
+        yield* Effect.logInfo("http api listening").pipe(Effect.annotateLogs({ connection: name, host: settings.host, port }))
+      }),
+    isReady: Effect.sync(() => listening)
+  })
+  return Object.assign(runtime, { port: () => port })
 }

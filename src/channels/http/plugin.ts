@@ -1,7 +1,6 @@
 import * as path from "node:path"
-import type { ConnectionRuntime } from "../../runtimes/connection-runtime-contract.js"
 import { definePlugin } from "../../plugins/contract.js"
-import { makeHttpRuntime } from "./HttpRuntime.js"
+import { type HttpRuntime, makeHttpRuntime } from "./HttpRuntime.js"
 import { connectionsOfKind } from "../../plugins/connections.js"
 import { decodeHttpSettings } from "./settings.js"
 
@@ -13,7 +12,7 @@ export default definePlugin({
   name: "http",
   description: "HTTP API on loopback: post messages, read and stream replies (bearer tokens, stored hashed)",
   connectionRuntime: ({ config }) => {
-    const runtimes: Array<ConnectionRuntime> = []
+    const runtimes: Array<HttpRuntime> = []
     for (const { name, raw, routed } of connectionsOfKind(config, "http")) {
       // Decoded even when unrouted, so bad settings are reported either way.
       const settings = decodeHttpSettings(name, raw)

@@ -17,7 +17,7 @@ export const HttpSettings = Schema.Struct({
   /** A file (relative to dataDir) with one SHA-256 hex digest per line. */
   tokensFile: Schema.optional(Schema.NonEmptyString),
   maxBodyBytes: Schema.optionalWith(Schema.Int.pipe(Schema.between(1_024, 10_000_000)), { default: () => 262_144 }),
-  /** Replies kept in memory per conversation for `replies` and `stream`. */
+  /** The most replies one `replies` answer lists (the stream reads pages of this size). */
   keepReplies: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100_000)), { default: () => 1_000 })
 })
 export type HttpSettings = typeof HttpSettings.Type

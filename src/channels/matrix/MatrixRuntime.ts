@@ -13,16 +13,21 @@
  *   Typing is progress, not a delivery: a failed typing call is ignored.
  * - isReady is true after a successful sync and false from a failed one until the next success.
  *
+ * It is an Effect-native runtime (src/runtimes/native-runtime.ts): it talks through the host's
+ * HttpClient, and its sync loop and typing fibers are forked into the runtime's scope, so they
+ * run in the host's runtime (its logger and tracer) and stop when the runtime closes. A defect
+ * in the loop is logged and the loop goes on.
+ *
  * The first start of a connection (no cursor yet) begins from "now": history is not answered.
  */
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import { Duration, Effect, Either, Fiber, ManagedRuntime, Schedule, Schema } from "effect"
+import { Cause, Duration, Effect, FiberMap, Runtime, Schedule, Schema } from "effect"
 import type { ProgressEvent } from "../../pipeline/channel-contract.js"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import type { Channel, OutboundDelivery } from "../../pipeline/channel-contract.js"
-import type { ConnectionRuntime, ConnectionRuntimeContext, IngestMessageInput } from "../../runtimes/connection-runtime-contract.js"
+import type { IngestMessageInput } from "../../runtimes/connection-runtime-contract.js"
+import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
 import * as MatrixApi from "./MatrixApi.js"
 import type { MatrixSettings } from "./settings.js"
 
@@ -62,14 +67,10 @@ export interface MatrixRuntimeOptions {
   readonly dataDir: string
 }
 
-export const makeMatrixRuntime = (options: MatrixRuntimeOptions): ConnectionRuntime => {
+export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnectionRuntime => {
   const { name, settings } = options
-  let runtime: ManagedRuntime.ManagedRuntime<import("@effect/platform").HttpClient.HttpClient, never> | undefined
-  let loop: Fiber.RuntimeFiber<unknown, unknown> | undefined
-  // One renewing typing fiber per room with a running turn (turns of a room run one at a time).
-  const typingIn = new Map<string, Fiber.RuntimeFiber<unknown, unknown>>()
   let ready = false
-  let closed = false
+  let closed = true
   const fail = (operation: string) => (e: unknown) =>
     new MatrixRuntimeError({ connection: name, operation, reason: e instanceof Error || e instanceof MatrixApi.MatrixApiError ? e.message : "failed" })
 
@@ -86,8 +87,15 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): ConnectionRunt
       return { token: login.access_token, userId: login.user_id }
     })
 
-  const start = (context: ConnectionRuntimeContext) =>
+  const start = (context: NativeRuntimeContext) =>
     Effect.gen(function* () {
+      closed = false
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          closed = true
+          ready = false
+        })
+      )
       const api = yield* MatrixApi.make(settings.homeserver)
       const { token, userId } = yield* authenticate(api)
       if (userId !== settings.userId) {
@@ -95,7 +103,7 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): ConnectionRunt
       }
       const routes = context.routes(name)
       const routed = (roomId: string) => routes.some((r) => r.place === "*" || r.place === roomId)
-      const stored = yield* Effect.tryPromise({ try: () => context.getCursor(name, SYNC_STREAM), catch: fail("cursor") })
+      const stored = yield* context.cursor(name, SYNC_STREAM).pipe(Effect.mapError(fail("cursor")))
       let since = stored?.position
       let order = stored?.order ?? 0
       // The first sync of a start returns at once, so readiness does not wait out a long-poll.
@@ -111,24 +119,27 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): ConnectionRunt
           Effect.mapError(fail("send"))
         )
       const typing = (on: boolean, roomId: string) => api.typing(token, roomId, userId, on, TYPING_TIMEOUT).pipe(Effect.ignore)
+      // One renewing typing fiber per room with a running turn (turns of a room run one at a time).
+      const typingIn = yield* FiberMap.make<string>()
       const progress = (event: ProgressEvent) =>
         Effect.gen(function* () {
           if (event.type === "delta") return
-          const previous = typingIn.get(event.place)
-          typingIn.delete(event.place)
-          if (previous !== undefined) yield* Fiber.interrupt(previous)
           if (event.type === "started") {
-            typingIn.set(event.place, yield* Effect.forkDaemon(typing(true, event.place).pipe(Effect.repeat(Schedule.spaced(TYPING_RENEW)))))
-          } else yield* typing(false, event.place)
+            yield* FiberMap.run(typingIn, event.place, typing(true, event.place).pipe(Effect.repeat(Schedule.spaced(TYPING_RENEW))))
+          } else {
+            yield* FiberMap.remove(typingIn, event.place)
+            yield* typing(false, event.place)
+          }
         })
+      // The channel contract is Promise-facing: its calls run in the host's runtime.
+      const run = Runtime.runPromise(yield* Effect.runtime<never>())
       const channel: Channel = {
         name,
         idempotentResends: true,
-        send: (delivery) =>
-          closed || runtime === undefined ? Promise.reject(new Error(`matrix connection '${name}' is closed`)) : runtime.runPromise(send(delivery)).then(() => undefined),
-        progress: (event) => (closed || runtime === undefined ? undefined : runtime.runPromise(progress(event)))
+        send: (delivery) => (closed ? Promise.reject(new Error(`matrix connection '${name}' is closed`)) : run(Effect.asVoid(send(delivery)))),
+        progress: (event) => (closed ? undefined : run(progress(event)))
       }
-      context.channels.bind(channel)
+      yield* context.bindChannel(channel)
 
       /** Every text message of a routed room in one sync, oldest first, with limited timelines backfilled. */
       const messagesOf = (res: MatrixApi.SyncResponse) =>
@@ -174,8 +185,7 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): ConnectionRunt
           // A refused join (403, 404) will not get better; anything else fails the sync step and is retried.
           api.join(token, roomId).pipe(Effect.catchIf((e) => e.permanent, () => Effect.void)), { discard: true })
 
-      const ingest = (input: IngestMessageInput) =>
-        Effect.tryPromise({ try: () => context.ingestMessage(input), catch: fail("ingest") })
+      const ingest = (input: IngestMessageInput) => context.ingest(input).pipe(Effect.mapError(fail("ingest")))
 
       const step = Effect.gen(function* () {
         const first = since === undefined
@@ -204,40 +214,20 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): ConnectionRunt
 
       const backoff = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced(Duration.millis(settings.maxBackoffMs))))
       const syncLoop = step.pipe(
-        // A defect (a bug, an unexpected answer) is retried like a failure: the loop must not die silently.
-        Effect.catchAllDefect(() => new MatrixRuntimeError({ connection: name, operation: "sync", reason: "unexpected failure" })),
+        // A defect (a bug, an unexpected answer) is logged, then retried like a failure: the loop must not die silently.
+        Effect.catchAllDefect((defect) =>
+          Effect.logError("matrix sync step died", Cause.die(defect)).pipe(
+            Effect.zipRight(new MatrixRuntimeError({ connection: name, operation: "sync", reason: "unexpected failure" }))
+          )
+        ),
         Effect.tapError(() => Effect.sync(() => (ready = false))),
         Effect.retry(backoff),
-        Effect.forever
+        Effect.forever,
+        Effect.annotateLogs({ connection: name })
       )
-      // Not tied to start's fiber: it runs until close interrupts it.
-      loop = yield* Effect.forkDaemon(syncLoop)
+      // In the runtime's scope: it runs until the runtime closes (interrupting the in-flight /sync).
+      yield* Effect.forkScoped(syncLoop)
     })
 
-  return {
-    name,
-    start: (context) => {
-      closed = false
-      runtime = ManagedRuntime.make(FetchHttpClient.layer)
-      return runtime.runPromise(Effect.either(start(context))).then((r) => {
-        if (Either.isLeft(r)) throw new Error(r.left.message)
-      })
-    },
-    close: async () => {
-      closed = true
-      ready = false
-      const r = runtime
-      const f = loop
-      loop = undefined
-      runtime = undefined
-      if (r === undefined) return
-      // Interrupting the loop aborts the in-flight /sync request.
-      if (f !== undefined) await r.runPromise(Fiber.interrupt(f))
-      const typers = [...typingIn.values()]
-      typingIn.clear()
-      await r.runPromise(Fiber.interruptAll(typers))
-      await r.dispose()
-    },
-    isReady: () => ready && !closed && loop !== undefined
-  }
+  return native({ name, start, isReady: Effect.sync(() => ready && !closed) })
 }

@@ -1,5 +1,5 @@
 import * as path from "node:path"
-import type { ConnectionRuntime } from "../../runtimes/connection-runtime-contract.js"
+import type { NativeConnectionRuntime } from "../../runtimes/native-runtime.js"
 import { definePlugin } from "../../plugins/contract.js"
 import { makeMatrixRuntime } from "./MatrixRuntime.js"
 import { connectionsOfKind } from "../../plugins/connections.js"
@@ -14,7 +14,7 @@ export default definePlugin({
   name: "matrix",
   description: "Matrix rooms over the Client-Server API (sync loop, durable cursor, idempotent sends; no E2EE)",
   connectionRuntime: ({ config }) => {
-    const runtimes: Array<ConnectionRuntime> = []
+    const runtimes: Array<NativeConnectionRuntime> = []
     for (const { name, raw, routed } of connectionsOfKind(config, "matrix")) {
       // Decoded even when unrouted, so bad settings are reported either way.
       const settings = decodeMatrixSettings(name, raw)
