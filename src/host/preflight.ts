@@ -4,7 +4,7 @@
  * same functions (HostConfig.load, PluginRegistry.inspect via make, resolveCatalog via
  * Gateway.make), so a config that makes `start` fail makes the check fail on the same path.
  */
-import { Effect, Either } from "effect"
+import { Effect, Either, Option } from "effect"
 import { type ConfigInvalid, HostConfig } from "../config/HostConfig.js"
 import { Problem } from "../domain/errors.js"
 import { type GatewayConfigInvalid, resolveCatalog } from "../gateway/catalog.js"
@@ -72,3 +72,24 @@ export const preflight: Effect.Effect<ReadonlyArray<Problem>, never, HostConfig>
   Effect.forEach(PREFLIGHT_CHECKS, (c) => c.run),
   (all) => all.flat()
 )
+
+export interface CheckResult {
+  /** The decoded config, when the file itself decoded. */
+  readonly loaded: Option.Option<HostConfig.Service>
+  /** The config file read, or none for the embedded defaults. */
+  readonly file: Option.Option<string>
+  readonly problems: ReadonlyArray<Problem>
+}
+
+/** `pynchy config check`: the file decoded as start decodes it, then every preflight check. */
+export const checkConfig: Effect.Effect<CheckResult> = Effect.gen(function* () {
+  const loaded = yield* Effect.either(HostConfig.load)
+  if (Either.isLeft(loaded)) {
+    const e = loaded.left
+    return e._tag === "ConfigInvalid"
+      ? { loaded: Option.none(), file: Option.some(e.file), problems: e.problems }
+      : { loaded: Option.none(), file: Option.none(), problems: [Problem.make({ path: "environment", reason: String(e) })] }
+  }
+  const problems = yield* preflight.pipe(Effect.provideService(HostConfig, loaded.right))
+  return { loaded: Option.some(loaded.right), file: loaded.right.file, problems }
+})
