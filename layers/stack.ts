@@ -16,6 +16,7 @@ import type { HostConfig } from "../src/config/HostConfig.js"
 import * as Stores from "../src/db/Stores.js"
 import { GatewayEventLog } from "../src/gateway/event-log.js"
 import { Gateway, GatewaySettings } from "../src/gateway/Gateway.js"
+import { GatewayKeys } from "../src/gateway/key-sync.js"
 import * as ControlSocket from "../src/host/ControlSocket.js"
 import { DeployRollback, type StartupRolledBack } from "../src/host/DeployRollback.js"
 import { Host, runRecordLayer } from "../src/host/Host.js"
@@ -64,7 +65,8 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const sessions = logged("agent sessions", parts.agentSessions)
   // 6. the LLM gateway (its usage events go to the events table). It starts before the executor,
   // which mints a token per turn; nothing dispatches before step 9, so starting it early is safe.
-  const gateway = logged("gateway", GatewayEventLog.layer.pipe(Layer.provideMerge(Gateway.layer), Layer.provideMerge(GatewaySettings.layerHost)))
+  // Gateway keys (`pynchy keys`) are read from the database once it listens, and again on a control-socket wake.
+  const gateway = logged("gateway", Layer.merge(GatewayEventLog.layer, GatewayKeys.layer).pipe(Layer.provideMerge(Gateway.layer), Layer.provideMerge(GatewaySettings.layerHost)))
   // Conversation memory (history, summaries through the gateway, the context start) for the
   // executor, which builds each turn's context, and the runner, which handles /new.
   const memory = logged("conversation memory", ConversationContext.layer)

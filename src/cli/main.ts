@@ -7,6 +7,7 @@ import { config } from "./commands/config.js"
 import { conversations } from "./commands/conversations.js"
 import { deploy } from "./commands/deploy.js"
 import { doctor } from "./commands/doctor.js"
+import { keys } from "./commands/keys.js"
 import { mcp } from "./commands/mcp.js"
 import { plugins } from "./commands/plugins.js"
 import { send } from "./commands/send.js"
@@ -28,7 +29,7 @@ export const makeCli = <E, EC>(stacks: Stacks<E, EC>) =>
   Command.run(
     Command.make("pynchy").pipe(
       Command.withDescription("A host for a personal AI assistant."),
-      Command.withSubcommands([start(stacks.makeHost), chat(stacks.makeHost), send(stacks.client), status, conversations, config, doctor, plugins, deploy, mcp])
+      Command.withSubcommands([start(stacks.makeHost), chat(stacks.makeHost), send(stacks.client), status, conversations, config, doctor, keys, plugins, deploy, mcp])
     ),
     { name: "pynchy", version: VERSION }
   )

@@ -3,7 +3,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { parseDocument } from "yaml"
 import { Problem } from "../domain/errors.js"
-import { problemsOf } from "../domain/problems.js"
+import { problemLine, problemsOf } from "../domain/problems.js"
 import { providersFromEnv } from "./env-providers.js"
 import { Limits, PynchyConfig } from "./schema.js"
 
@@ -14,7 +14,7 @@ export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigIn
 }) {
   override get message() {
     return `${this.file}: ${this.problems.length} problem(s)\n` +
-      this.problems.map((p) => `  - ${p.path || "(root)"}: ${p.reason}`).join("\n")
+      this.problems.map((p) => `  - ${problemLine(p)}`).join("\n")
   }
 }
 

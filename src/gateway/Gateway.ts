@@ -14,6 +14,7 @@ import { Deadlines } from "./deadlines.js"
 import type { GatewayEvent } from "./events.js"
 import { gatewayLog } from "./redact.js"
 import { type DeploymentStatus, Router } from "./router.js"
+import { keyAccount, type KeyRecord } from "./keys.js"
 import { TokenTable } from "./tokens.js"
 import { openSocketToSandbox } from "../system/sandbox-user.js"
 
@@ -99,6 +100,11 @@ export declare namespace Gateway {
     readonly subscribe: Effect.Effect<Queue.Dequeue<GatewayEvent>, never, Scope.Scope>
     /** Restores a workspace's spend today (from persisted usage) so a restart keeps its budget. */
     readonly seedUsage: (workspace: string, tokens: number) => Effect.Effect<void>
+    /**
+     * The gateway keys the store holds (`pynchy keys`): new ones are accepted from now on, gone
+     * ones refused and their requests in flight cut. Each is accounted as `key:<name>`.
+     */
+    readonly setKeys: (keys: ReadonlyArray<KeyRecord>) => Effect.Effect<void>
   }
 }
 
@@ -241,7 +247,12 @@ export class Gateway extends Context.Tag("pynchy/Gateway")<Gateway, Gateway.Serv
         }
       }),
       subscribe: PubSub.subscribe(events),
-      seedUsage: (workspace, n) => Effect.sync(() => budgets.seed(workspace, n, clock.unsafeCurrentTimeMillis()))
+      seedUsage: (workspace, n) => Effect.sync(() => budgets.seed(workspace, n, clock.unsafeCurrentTimeMillis())),
+      setKeys: (keys) =>
+        Effect.sync(() => {
+          budgets.setKeyLimits(new Map(keys.flatMap((k) => k.dailyTokens !== null ? [[keyAccount(k.name), k.dailyTokens] as const] : [])))
+          tokens.setKeys(keys)
+        })
     })
   })
 

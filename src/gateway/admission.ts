@@ -83,7 +83,9 @@ export const makeAdmission = (
     { limit, reserved, resetsAt, used }: { limit: number; used: number; reserved: number; resetsAt: number | null }
   ): false => {
     const { workspace, conversationId } = grant
-    const [who, budget] = scope === "turn" ? ["this turn", "its token budget"] : [`workspace '${workspace}'`, "its daily token budget"]
+    const [who, budget] = scope === "turn"
+      ? ["this turn", "its token budget"]
+      : [workspace.startsWith("key:") ? `key '${workspace.slice(4)}'` : `workspace '${workspace}'`, "its daily token budget"]
     const why = used >= limit
       ? `${who} has used ${budget} (${used} of ${limit} tokens)`
       : `${who} cannot fit this request in ${budget}: it may use up to ${need} tokens (${capWords}), and ${used} of ${limit} are used and ${reserved} held by requests in flight`

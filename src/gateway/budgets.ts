@@ -28,10 +28,17 @@ export class Budgets {
   /** Not cleared at midnight: requests in flight then still settle what they reserved. */
   private readonly reserved = new Map<string, number>()
 
+  /** Daily limits of gateway keys (`key:<name>`), set from the key store. */
+  private keyLimits = new Map<string, number>()
+
   constructor(private readonly config: GatewayBudgets) {}
 
+  setKeyLimits(limits: ReadonlyMap<string, number>): void {
+    this.keyLimits = new Map(limits)
+  }
+
   limitOf(workspace: string): number | undefined {
-    return this.config.workspaces[workspace] ?? this.config.dailyTokens
+    return this.keyLimits.get(workspace) ?? this.config.workspaces[workspace] ?? this.config.dailyTokens
   }
 
   private roll(now: number) {

@@ -4,6 +4,7 @@
  * expiry or when revoked (in-flight requests made with it are cut).
  */
 import * as crypto from "node:crypto"
+import { digestOf, KEY_PREFIX, keyAccount, type KeyRecord } from "./keys.js"
 
 export interface Grant {
   readonly workspace: string
@@ -31,7 +32,37 @@ export const TOKEN_PREFIX = "pgw_"
 
 export class TokenTable {
   private readonly grants = new Map<string, Grant>()
+  /** Gateway keys (`pynchy keys`) by digest: the table never holds a key itself. */
+  private keys = new Map<string, Grant>()
   private lastSweep = 0
+
+  /**
+   * Replaces the gateway keys with the store's: a key still there keeps its grant (and its
+   * requests in flight); a key gone (revoked) has its requests in flight cut.
+   */
+  setKeys(records: ReadonlyArray<KeyRecord>): void {
+    const next = new Map<string, Grant>()
+    for (const r of records) {
+      const models = r.models === null ? null : new Set(r.models)
+      const kept = this.keys.get(r.digest)
+      next.set(r.digest, kept !== undefined && kept.workspace === keyAccount(r.name) ? kept : {
+        workspace: keyAccount(r.name),
+        conversationId: keyAccount(r.name),
+        models,
+        expiresAt: r.expiresAt ?? Number.POSITIVE_INFINITY,
+        tokenBudget: null,
+        used: 0,
+        reserved: 0,
+        inFlight: new Set()
+      })
+    }
+    for (const [digest, grant] of this.keys) {
+      if (next.get(digest) === grant) continue
+      for (const cancel of [...grant.inFlight]) cancel()
+      grant.inFlight.clear()
+    }
+    this.keys = next
+  }
 
   /** Minting also sweeps expired tokens (at most once a minute): no timer needed. */
   mint(input: GrantInput, now: number): string {
@@ -55,6 +86,10 @@ export class TokenTable {
 
   /** The live grant of a token; an expired one is dropped (and its requests cut) on sight. */
   lookup(token: string, now: number): Grant | undefined {
+    if (token.startsWith(KEY_PREFIX)) {
+      const key = this.keys.get(digestOf(token))
+      return key !== undefined && now < key.expiresAt ? key : undefined
+    }
     const grant = this.grants.get(token)
     if (grant === undefined) return undefined
     if (now >= grant.expiresAt) {

@@ -4,12 +4,17 @@ import * as net from "node:net"
 import * as path from "node:path"
 import { HostConfig } from "../config/HostConfig.js"
 import { ConversationId } from "../domain/ids.js"
+import { GatewayKeys } from "../gateway/key-sync.js"
 import { TurnSignal } from "../pipeline/TurnSignal.js"
 
-/** `<dataDir>/control.sock`: how another process (`pynchy send`) wakes a running host. */
+/** `<dataDir>/control.sock`: how another process (`pynchy send`, `pynchy keys`) wakes a running host. */
 export const controlSocketPath = (dataDir: string) => path.join(dataDir, "control.sock")
 
-const Request = Schema.parseJson(Schema.Struct({ op: Schema.Literal("wake"), conversationId: ConversationId }))
+const Request = Schema.parseJson(Schema.Union(
+  Schema.Struct({ op: Schema.Literal("wake"), conversationId: ConversationId }),
+  /** The gateway keys changed: read them again. */
+  Schema.Struct({ op: Schema.Literal("keys") })
+))
 const decodeRequest = Schema.decodeUnknownEither(Request)
 
 /**
@@ -20,6 +25,7 @@ export const layer = Layer.scopedDiscard(
   Effect.gen(function* () {
     const { dataDir } = yield* HostConfig
     const signals = yield* TurnSignal
+    const keys = yield* GatewayKeys
     const runtime = yield* Effect.runtime<never>()
     const file = controlSocketPath(dataDir)
     const server = net.createServer((socket) => {
@@ -35,10 +41,16 @@ export const layer = Layer.scopedDiscard(
           buffer = buffer.slice(nl + 1)
           const request = decodeRequest(line)
           if (Either.isLeft(request)) {
-            socket.write(JSON.stringify({ ok: false, error: "expected {\"op\":\"wake\",\"conversationId\":\"...\"}" }) + "\n")
+            socket.write(JSON.stringify({ ok: false, error: "expected {\"op\":\"wake\",\"conversationId\":\"...\"} or {\"op\":\"keys\"}" }) + "\n")
             continue
           }
-          Runtime.runFork(runtime)(signals.signal(request.right.conversationId))
+          const req = request.right
+          if (req.op === "keys") {
+            // Answered once the gateway holds the new keys: a revoked key is refused from then on.
+            Runtime.runFork(runtime)(keys.reload.pipe(Effect.ensuring(Effect.sync(() => socket.write(JSON.stringify({ ok: true }) + "\n")))))
+            continue
+          }
+          Runtime.runFork(runtime)(signals.signal(req.conversationId))
           socket.write(JSON.stringify({ ok: true }) + "\n")
         }
       })
@@ -58,7 +70,12 @@ export const layer = Layer.scopedDiscard(
 )
 
 /** Asks a running host to look at a conversation; false when no host answers. */
-export const wakeHost = (dataDir: string, conversationId: string): Effect.Effect<boolean> =>
+export const wakeHost = (dataDir: string, conversationId: string): Effect.Effect<boolean> => ask(dataDir, { op: "wake", conversationId })
+
+/** Asks a running host to read the gateway keys again; false when no host answers. */
+export const reloadHostKeys = (dataDir: string): Effect.Effect<boolean> => ask(dataDir, { op: "keys" })
+
+const ask = (dataDir: string, request: { readonly op: "wake"; readonly conversationId: string } | { readonly op: "keys" }): Effect.Effect<boolean> =>
   Effect.async<boolean>((resume) => {
     const socket = net.createConnection(controlSocketPath(dataDir))
     let answered = false
@@ -75,7 +92,7 @@ export const wakeHost = (dataDir: string, conversationId: string): Effect.Effect
     socket.once("error", () => done(false))
     socket.once("close", () => done(false))
     socket.once("data", (d) => done(String(d).includes("\"ok\":true")))
-    socket.once("connect", () => socket.write(JSON.stringify({ op: "wake", conversationId }) + "\n"))
+    socket.once("connect", () => socket.write(JSON.stringify(request) + "\n"))
   })
 
 /** The turn signal of a process that is not the host: it wakes the host, if one runs. */

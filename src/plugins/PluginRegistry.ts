@@ -1,8 +1,9 @@
 import { Config, Context, Effect, Layer, Option } from "effect"
 import type { Duration } from "effect"
 import * as path from "node:path"
-import { HostConfig } from "../config/HostConfig.js"
+import { ConfigInvalid, HostConfig } from "../config/HostConfig.js"
 import { BUILTINS, type BuiltinPlugin } from "./builtin.js"
+import { routeProblems } from "./connections.js"
 import { discover, type ModuleRequest } from "./discovery.js"
 import { PluginContributionsInvalid } from "./errors.js"
 import { hostPackageRoot } from "./paths.js"
@@ -75,6 +76,11 @@ export class PluginRegistry extends Context.Tag("pynchy/PluginRegistry")<PluginR
         )
       }
       if (faults.length > 0) return yield* new PluginContributionsInvalid({ faults })
+      const host = yield* HostConfig
+      const unserved = routeProblems(host.config, registry)
+      if (unserved.length > 0) {
+        return yield* new ConfigInvalid({ file: Option.getOrElse(host.file, () => "(embedded defaults)"), problems: unserved })
+      }
       yield* Effect.logInfo("plugins loaded").pipe(Effect.annotateLogs({ plugins: registry.plugins.map((p) => p.name).join(",") }))
       return registry
     })

@@ -271,7 +271,7 @@ describe("HTTP API connection", () => {
     }))
 
   it("bad settings name the field", () => {
-    assert.throws(() => decodeHttpSettings("web", { kind: "http", port: 70_000, tokens: ["plain-token"] }), /connections\.web: .*port.*tokens\.0/s)
+    assert.throws(() => decodeHttpSettings("web", { kind: "http", port: 70_000, tokens: ["plain-token"] }), /^connections\.web\.port: .*; connections\.web\.tokens\.0: must be the SHA-256 hex digest[^;]*\(found a string of 11 characters\)$/)
     assert.throws(() => decodeHttpSettings("web", { kind: "http", port: 1 }), /connections\.web\.tokens/)
   })
 })

@@ -4,7 +4,7 @@
  */
 import { Either, Schema } from "effect"
 import { createHash } from "node:crypto"
-import { problemsOf } from "../../domain/problems.js"
+import { problemLine, problemsOf } from "../../domain/problems.js"
 
 const TokenHash = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "must be the SHA-256 hex digest of a token (64 lowercase hex digits)" }))
 
@@ -28,7 +28,7 @@ const decode = Schema.decodeUnknownEither(HttpSettings)
 export const decodeHttpSettings = (name: string, input: unknown): HttpSettings => {
   const decoded = decode(input, { errors: "all" })
   if (Either.isLeft(decoded)) {
-    throw new Error(`connections.${name}: ${problemsOf(decoded.left).map((p) => `${p.path}: ${p.reason.replace(/,?\s*actual [\s\S]*$/, "")}`).join("; ")}`)
+    throw new Error(problemsOf(decoded.left, ["connections", name]).map(problemLine).join("; "))
   }
   if (decoded.right.tokens.length === 0 && decoded.right.tokensFile === undefined) {
     throw new Error(`connections.${name}.tokens: give at least one token hash (tokens or tokensFile)`)

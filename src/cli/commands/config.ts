@@ -1,30 +1,31 @@
 import { Command } from "@effect/cli"
 import { Console, Effect, Option, Schema } from "effect"
 import { stringify } from "yaml"
-import { HostConfig } from "../../config/HostConfig.js"
 import { PynchyConfig } from "../../config/schema.js"
+import { problemLine } from "../../domain/problems.js"
+import { checkConfig } from "../../host/preflight.js"
 
+/**
+ * Decodes the file and runs every check `start` makes before it opens anything (plugin settings,
+ * the gateway catalog with its keys, routes against connections): one line per problem.
+ */
 const check = Command.make("check", {}, () =>
   Effect.gen(function* () {
-    const loaded = yield* HostConfig.load
-    const encoded = yield* Schema.encode(PynchyConfig)(loaded.config).pipe(Effect.orDie)
-    // Provider keys are never in the file (only env var names and paths); say whether each resolves.
-    const providers = loaded.config.providers.map((p) => ({
-      name: p.name,
-      key: p.apiKeyEnv !== undefined ? (process.env[p.apiKeyEnv] ? `set (${p.apiKeyEnv}, hidden)` : `MISSING (${p.apiKeyEnv})`) :
-        p.apiKeyFile !== undefined ? `file ${p.apiKeyFile}` : "none"
-    }))
-    yield* Console.log(`# ${Option.getOrElse(loaded.file, () => "no config file: embedded defaults")}`)
-    yield* Console.log(`# data dir: ${loaded.dataDir}`)
+    const { file, loaded, problems } = yield* checkConfig
+    const where = Option.getOrElse(file, () => "no config file: embedded defaults")
+    if (problems.length > 0 || Option.isNone(loaded)) {
+      yield* Console.error(`${where}: ${problems.length} problem(s)`)
+      for (const p of problems) yield* Console.error(`  - ${problemLine(p)}`)
+      process.exitCode = 1
+      return
+    }
+    const encoded = yield* Schema.encode(PynchyConfig)(loaded.value.config).pipe(Effect.orDie)
+    yield* Console.log(`# ${where}`)
+    yield* Console.log(`# data dir: ${loaded.value.dataDir}`)
     yield* Console.log(stringify(encoded).trimEnd())
-    if (providers.length > 0) yield* Console.log(`# provider keys: ${providers.map((p) => `${p.name}: ${p.key}`).join(", ")}`)
-  }).pipe(
-    Effect.catchTags({
-      ConfigInvalid: (e) => Console.error(e.message).pipe(Effect.zipRight(Effect.sync(() => (process.exitCode = 1)))),
-      ConfigError: (e) => Console.error(`environment: ${String(e)}`).pipe(Effect.zipRight(Effect.sync(() => (process.exitCode = 1))))
-    })
-  )
-).pipe(Command.withDescription("Print the decoded config (secrets hidden), or every problem with its path; exit 1 on problems."))
+    yield* Console.log("# ok: every check start makes passed")
+  })
+).pipe(Command.withDescription("Run every check `start` makes (config, plugin settings, gateway and its keys, routes) without starting anything: the decoded config, or one line per problem; exit 1 on problems."))
 
 export const config = Command.make("config").pipe(
   Command.withDescription("Inspect the configuration."),

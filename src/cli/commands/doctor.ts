@@ -1,10 +1,14 @@
 import { Command } from "@effect/cli"
-import { Console, Effect, Either, Layer } from "effect"
+import { Console, Effect, Either, Layer, Option } from "effect"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { HostConfig } from "../../config/HostConfig.js"
+import type { HostConfig } from "../../config/HostConfig.js"
 import * as Database from "../../db/Database.js"
+import { problemLine } from "../../domain/problems.js"
+import { type Deployment, resolveCatalog } from "../../gateway/catalog.js"
+import { probeProvider } from "../../gateway/probe.js"
+import { checkConfig } from "../../host/preflight.js"
 import { type BwrapProbe, bwrapProbe, choicesOf, type SandboxChoices, UNISOLATED_WARNING } from "../../sandbox/select.js"
 
 type Verdict = "ok" | "warn" | "fail"
@@ -68,16 +72,54 @@ export const sandboxCheck = (config: SandboxChoices, probe: BwrapProbe = bwrapPr
     return { verdict: "ok", name: "sandbox", detail: `bwrap${found !== null ? ` (${found})` : ""}: no network, private namespaces` }
   })
 
+/**
+ * Each provider probed once (GET /models, or a one-token request where that is not served):
+ * a baseUrl nothing answers, or a refused key, fails here instead of at the first message.
+ */
+const providerChecks = (host: HostConfig.Service): Effect.Effect<ReadonlyArray<Check>> =>
+  Effect.gen(function* () {
+    const { providers, gateway } = host.config
+    if (providers.length === 0) {
+      return [{ verdict: "warn", name: "llm", detail: "no provider: agents answer with a notice saying how to configure one", fix: "set OPENAI_API_KEY or ANTHROPIC_API_KEY, or add providers: to pynchy.yaml" }]
+    }
+    const catalog = yield* Effect.either(resolveCatalog(providers, gateway))
+    if (Either.isLeft(catalog)) return [] // the config check above already failed with these problems
+    const first = new Map<string, Deployment>()
+    for (const d of catalog.right.deployments) if (!first.has(d.provider)) first.set(d.provider, d)
+    return yield* Effect.forEach(providers, (p, i): Effect.Effect<Check> => {
+      const d = first.get(p.name)
+      if (d === undefined) return Effect.succeed({ verdict: "warn", name: "llm", detail: `${p.name}: serves no model (models: is empty and no group names it)`, fix: `add models to providers.${i}` })
+      return probeProvider(d).pipe(
+        Effect.match({
+          onSuccess: (what): Check => ({ verdict: "ok", name: "llm", detail: `${p.name} (${p.kind}): ${what}` }),
+          onFailure: (e): Check => ({ verdict: "fail", name: "llm", detail: `providers.${i}.baseUrl: ${p.name}: ${e.reason}`, fix: "check baseUrl, that the server runs, and the key" })
+        })
+      )
+    }, { concurrency: "unbounded" })
+  })
+
 /** One line per check: ok, warn or fail, plus how to fix. Exit 1 only on a fail. */
 export const doctor = Command.make("doctor", {}, () =>
   Effect.gen(function* () {
     const checks: Array<Check> = [nodeCheck()]
-    const loaded = yield* Effect.either(HostConfig.load)
-    if (Either.isLeft(loaded)) {
-      checks.push({ verdict: "fail", name: "config", detail: String(loaded.left.message).split("\n")[0] ?? "invalid", fix: "run `pynchy config check` for every problem" })
+    const checked = yield* checkConfig
+    const loaded: Either.Either<HostConfig.Service, string> = Option.match(checked.loaded, {
+      onNone: () => Either.left(checked.problems.map(problemLine)[0] ?? "invalid"),
+      onSome: (c) => Either.right(c)
+    })
+    if (Either.isLeft(loaded) || checked.problems.length > 0) {
+      const first = checked.problems[0]
+      checks.push({
+        verdict: "fail",
+        name: "config",
+        detail: `${checked.problems.length} problem(s)${first !== undefined ? `; first: ${problemLine(first)}` : ""}`,
+        fix: "run `pynchy config check` for every problem"
+      })
     } else {
+      checks.push({ verdict: "ok", name: "config", detail: Option.getOrElse(checked.file, () => "no file: embedded defaults") })
+    }
+    if (Either.isRight(loaded)) {
       const cfg = loaded.right
-      checks.push({ verdict: "ok", name: "config", detail: cfg.file._tag === "Some" ? cfg.file.value : "no file: embedded defaults" })
       const writable = yield* Effect.either(Effect.try(() => {
         fs.mkdirSync(cfg.dataDir, { recursive: true })
         const probe = path.join(cfg.dataDir, `.doctor-${process.pid}`)
@@ -95,12 +137,7 @@ export const doctor = Command.make("doctor", {}, () =>
       }
     }
     checks.push(yield* sandboxCheck(Either.isRight(loaded) ? loaded.right.config : { containerRuntime: "auto", workspaces: [] }))
-    if (Either.isRight(loaded)) {
-      const providers = loaded.right.config.providers
-      checks.push(providers.length > 0
-        ? { verdict: "ok", name: "llm", detail: providers.map((p) => `${p.name} (${p.kind})`).join(", ") }
-        : { verdict: "warn", name: "llm", detail: "no provider: agents answer with a notice saying how to configure one", fix: "set OPENAI_API_KEY or ANTHROPIC_API_KEY, or add providers: to pynchy.yaml" })
-    }
+    if (Either.isRight(loaded)) checks.push(...(yield* providerChecks(loaded.right)))
     checks.push(toolCheck("tmux", "not found: the local tmux runtime example cannot run", "apt-get install tmux"))
     for (const c of checks) {
       yield* Console.log(`${c.verdict.padEnd(4)}  ${c.name.padEnd(8)}  ${c.detail}${c.fix && c.verdict !== "ok" ? `  (fix: ${c.fix})` : ""}`)
