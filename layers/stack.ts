@@ -33,6 +33,7 @@ import type { PluginRegistry } from "../src/plugins/PluginRegistry.js"
 import { ConnectionRuntimes, type ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntimes.js"
 import type { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
 import { RecoveredTurns } from "../src/runtimes/RecoveredTurns.js"
+import { Scheduler } from "../src/schedules/Scheduler.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
 
 export interface StackParts<EC, EP, ED, EE, ES, EA> {
@@ -77,10 +78,13 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const runtimes = logged("connection runtimes", Layer.provide(ConnectionRuntimes.layer, RuntimeContextsLive.layer))
   // 9. interrupted turns dispatched
   const dispatch = logged("recovery: dispatch", dispatchLayer)
+  // Scheduled work: the timer fires due runs into the pipeline (docs/schedules.md).
+  const schedules = logged("schedules", Scheduler.layer)
   // 10. channels, then ready
   const channels = logged("channels", PluginChannels.layer)
   const stack = logged("host", Host.layer).pipe(
     Layer.provideMerge(channels),
+    Layer.provideMerge(schedules),
     Layer.provideMerge(dispatch),
     Layer.provideMerge(runtimes),
     Layer.provideMerge(control),
