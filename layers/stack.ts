@@ -33,6 +33,7 @@ import type { PluginRegistry } from "../src/plugins/PluginRegistry.js"
 import { ConnectionRuntimes, type ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntimes.js"
 import type { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
 import { RecoveredTurns } from "../src/runtimes/RecoveredTurns.js"
+import { AgentTasks } from "../src/schedules/AgentTasks.js"
 import { Scheduler } from "../src/schedules/Scheduler.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
 
@@ -65,7 +66,7 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const memory = logged("conversation memory", ConversationContext.layer)
   // Outbound deliveries and host actions come before the executor, which offers actions as tools.
   const outbox = logged("outbox", Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer)))
-  const actions = logged("host actions", Layer.provideMerge(HostActions.layer, Approvals.layer))
+  const actions = logged("host actions", Layer.provideMerge(HostActions.layer, Layer.merge(Approvals.layer, AgentTasks.layer)))
   const support = Layer.mergeAll(delegating(parts.executor), parts.rollback, LiveStatus.layer, parts.runtimes)
   // 5. the queue accepts work; dispatch stays closed until step 9, so building it before step 4
   // (which needs the executor's liveness, provided with it) changes nothing the seed orders.

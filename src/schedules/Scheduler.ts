@@ -7,6 +7,7 @@ import { conversationIdOf } from "../domain/ids.js"
 import type { ScheduledTask } from "../domain/task.js"
 import { Outbox } from "../pipeline/Outbox.js"
 import { TurnSignal } from "../pipeline/TurnSignal.js"
+import { AgentTasks } from "./AgentTasks.js"
 import { recurrenceOf, scheduleRowOf } from "./definitions.js"
 import { latestDue, nextDue } from "./due.js"
 import { enqueueRun } from "./runs.js"
@@ -43,6 +44,8 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
     const signals = yield* TurnSignal
     const context = yield* Effect.context<SqlClient.SqlClient | TaskStore | MessageStore>()
     const wakeups = yield* Queue.sliding<void>(1)
+    // Tasks agents create or cancel wake the timer too.
+    const { changes } = yield* AgentTasks
     let firedCount = 0
 
     // The config's schedules become rows. An unchanged one keeps its stored due time (so a run
@@ -129,7 +132,7 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
         const earliest = yield* store.earliestDue
         const now = yield* Clock.currentTimeMillis
         const wait = earliest === null ? Duration.infinity : Duration.millis(Math.max(0, earliest - now))
-        yield* Effect.raceFirst(Effect.sleep(wait), Queue.take(wakeups))
+        yield* Effect.raceAll([Effect.sleep(wait), Queue.take(wakeups), Queue.take(changes)])
       }
     })
     yield* Effect.forkScoped(timer)
