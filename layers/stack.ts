@@ -38,6 +38,8 @@ import { Workspaces } from "../src/pipeline/Workspaces.js"
 import type { PluginRegistry } from "../src/plugins/PluginRegistry.js"
 import type { ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntimes.js"
 import type { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
+import { AgentTasks } from "../src/schedules/AgentTasks.js"
+import { Scheduler } from "../src/schedules/Scheduler.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
 
 export interface StackParts<EC, EP, ED, EE, ES, EA> {
@@ -73,7 +75,7 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   // Outbound deliveries and host actions come before the executor, which offers actions as tools.
   const outbox = logged("outbox", Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer)))
   // Approvals reads the replies Ingest (step "pipeline") commits, so it outlives Ingest at shutdown.
-  const actions = logged("host actions", Layer.provideMerge(HostActions.layer, Layer.provideMerge(Approvals.layer, InboundCommitted.layer)))
+  const actions = logged("host actions", Layer.provideMerge(HostActions.layer, Layer.provideMerge(Layer.merge(Approvals.layer, AgentTasks.layer), InboundCommitted.layer)))
   const support = Layer.mergeAll(delegating(parts.executor), parts.rollback, LiveStatus.layer, parts.runtimes)
   // 5. the queue accepts work; dispatch stays closed until step 9, so building it before step 4
   // (which needs the executor's liveness, provided with it) changes nothing the seed orders.
@@ -87,10 +89,13 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const runtimes = logged("connection runtimes", Layer.provide(connectionRuntimesLayer, Layer.merge(RuntimeContextsLive.layer, parts.httpClient ?? FetchHttpClient.layer)))
   // 9. interrupted turns dispatched
   const dispatch = logged("recovery: dispatch", dispatchLayer)
+  // Scheduled work: the timer fires due runs into the pipeline (docs/schedules.md).
+  const schedules = logged("schedules", Scheduler.layer)
   // 10. channels, then ready
   const channels = logged("channels", PluginChannels.layer)
   const stack = logged("host", Host.layer).pipe(
     Layer.provideMerge(channels),
+    Layer.provideMerge(schedules),
     Layer.provideMerge(dispatch),
     Layer.provideMerge(runtimes),
     Layer.provideMerge(control),

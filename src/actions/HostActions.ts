@@ -12,6 +12,7 @@ import type { Workspace } from "../domain/workspace.js"
 import type { ActionSpec, ServiceHandler } from "../plugins/contract.js"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
 import { toolNameOf, type ToolSpec } from "../protocol/ipc.js"
+import { AgentTasks } from "../schedules/AgentTasks.js"
 import { Approvals } from "./Approvals.js"
 import { type ActionSchemaInvalid, compileHandlers, type OwnedHandler } from "./validate.js"
 
@@ -50,6 +51,8 @@ export declare namespace HostActions {
     readonly timeout?: Duration.DurationInput
     /** How long a `high` risk call waits for a human's approval (default 120 s); then it is refused. */
     readonly approvalTimeout?: Duration.DurationInput
+    /** The host's own handlers (the agent tasks), offered to the workspaces `offered` accepts without listing them in `actions`. */
+    readonly offered?: ReadonlyArray<{ readonly handler: ServiceHandler; readonly offered: (workspace: Workspace) => boolean }>
   }
 
   export interface Service {
@@ -95,7 +98,10 @@ export const buildHostActions = (
   options: HostActions.Options = {}
 ): Effect.Effect<HostActions.Service, ActionSchemaInvalid, Approvals> =>
   Effect.gen(function* () {
-    const ownedHandlers = contributed.map(owned)
+    const hostHandlers = options.offered ?? []
+    const ownedHandlers = [...contributed.map(owned), ...hostHandlers.map((o) => ({ plugin: "host", value: o.handler }))]
+    const offeredTo = new Map(hostHandlers.map((o) => [o.handler.name, o.offered]))
+    const enabled = (workspace: Workspace, name: string) => workspace.actions.includes(name) || (offeredTo.get(name)?.(workspace) ?? false)
     const checks = yield* Either.match(compileHandlers(ownedHandlers), { onLeft: Effect.fail, onRight: Effect.succeed })
     const handlers = ownedHandlers.map((h) => h.value)
     // A host that cannot ask anyone provides Approvals.layerNone: high-risk calls are refused outright.
@@ -109,7 +115,7 @@ export const buildHostActions = (
     const windows = new Map<string, Array<number>>()
 
     const toolsFor = (workspace: Workspace): ReadonlyArray<ToolSpec> =>
-      workspace.actions.flatMap((id) => {
+      [...workspace.actions, ...hostHandlers.filter((o) => o.offered(workspace) && !workspace.actions.includes(o.handler.name)).map((o) => o.handler.name)].flatMap((id) => {
         const h = byId.get(id)
         return h === undefined ? [] : [{ name: toolNameOf(h.name), action: h.name, description: h.description, inputSchema: { ...h.inputSchema } }]
       })
@@ -130,7 +136,7 @@ export const buildHostActions = (
       const action = handler?.name ?? tool.slice(0, 200)
       const refuse = (code: RefusalCode, reason: string) => new ActionRefused({ action, code, reason })
       if (handler === undefined) return yield* refuse("unknown_action", "no such host action")
-      if (!workspace.actions.includes(handler.name)) return yield* refuse("not_enabled", `not enabled for workspace '${workspace.id}'`)
+      if (!enabled(workspace, handler.name)) return yield* refuse("not_enabled", `not enabled for workspace '${workspace.id}'`)
       // Every handler has a check: the map was built from the same list, or startup failed.
       const problems = checks.get(handler.name)!(input)
       const evidence = specOf.get(handler.name)?.evidence ?? []
@@ -180,9 +186,11 @@ export const makeHostActions = (
 
 export class HostActions extends Context.Tag("pynchy/HostActions")<HostActions, HostActions.Service>() {
   static readonly make = (options: HostActions.Options = {}) =>
-    Effect.flatMap(PluginRegistry, (registry) =>
-      buildHostActions(registry.serviceHandlers, registry.actionSpecs.map((c) => c.value), options)
-    )
+    Effect.gen(function* () {
+      const registry = yield* PluginRegistry
+      const tasks = yield* AgentTasks
+      return yield* buildHostActions(registry.serviceHandlers, registry.actionSpecs.map((c) => c.value), { offered: tasks.handlers, ...options })
+    })
 
   static readonly layer = Layer.effect(HostActions, HostActions.make())
 }

@@ -16,6 +16,7 @@ import type { HostConfig } from "../config/HostConfig.js"
 import type { MessageStore } from "../db/MessageStore.js"
 import type { Ingest } from "../pipeline/Ingest.js"
 import { status } from "./commands/status.js"
+import { tasks } from "./commands/tasks.js"
 
 /** What the commands run on; the composition (layers/) decides. */
 export interface Stacks<E, EC> {
@@ -29,7 +30,7 @@ export const makeCli = <E, EC>(stacks: Stacks<E, EC>) =>
   Command.run(
     Command.make("pynchy").pipe(
       Command.withDescription("A host for a personal AI assistant."),
-      Command.withSubcommands([start(stacks.makeHost), chat(stacks.makeHost), send(stacks.client), status, conversations, config, doctor, keys, plugins, deploy, mcp])
+      Command.withSubcommands([start(stacks.makeHost), chat(stacks.makeHost), send(stacks.client), status, conversations, config, doctor, keys, plugins, deploy, mcp, tasks])
     ),
     { name: "pynchy", version: VERSION }
   )

@@ -4,6 +4,7 @@ import * as path from "node:path"
 import { parseDocument } from "yaml"
 import { Problem } from "../domain/errors.js"
 import { problemLine, problemsOf } from "../domain/problems.js"
+import { scheduleProblems } from "../schedules/config.js"
 import { providersFromEnv } from "./env-providers.js"
 import { Limits, PynchyConfig } from "./schema.js"
 
@@ -52,6 +53,7 @@ const semanticProblems = (config: PynchyConfig): Array<Problem> => {
     if (names.has(p.name)) problems.push(Problem.make({ path: `providers.${i}.name`, reason: `duplicate provider name '${p.name}'` }))
     names.add(p.name)
   })
+  problems.push(...scheduleProblems(config))
   return problems
 }
 

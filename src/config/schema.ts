@@ -42,7 +42,11 @@ export class Limits extends Schema.Class<Limits>("Limits")({
   /** After a turn, a workspace folder past this size earns the conversation a notice. */
   workspaceMaxMb: Schema.optionalWith(PositiveInt, { default: () => 2_048 }),
   /** Replies one turn may send (or as many as it has messages); the next one fails the turn (`too_many_replies`). */
-  maxRepliesPerTurn: Schema.optionalWith(PositiveInt, { default: () => 50 })
+  maxRepliesPerTurn: Schema.optionalWith(PositiveInt, { default: () => 50 }),
+  /** The shortest interval between two runs of a task an agent creates (docs/schedules.md). */
+  minTaskIntervalSeconds: Schema.optionalWith(PositiveInt, { default: () => 300 }),
+  /** Tasks one workspace's agents may keep active at once. */
+  maxTasksPerWorkspace: Schema.optionalWith(PositiveInt, { default: () => 50 })
 }) {}
 
 /** Settings of a named connection; `kind` picks the plugin that serves it, the rest is the plugin's. */

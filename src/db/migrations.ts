@@ -5,6 +5,7 @@ import { m0003_approvals_single_use } from "./migrations/0003_approvals_single_u
 import { m0004_receipt_fingerprint } from "./migrations/0004_receipt_fingerprint.js"
 import { m0005_conversation_memory } from "./migrations/0005_conversation_memory.js"
 import { m0006_gateway_keys } from "./migrations/0006_gateway_keys.js"
+import { m0007_schedules } from "./migrations/0007_schedules.js"
 
 /**
  * Numbered migrations, applied in order and recorded in `pynchy_migrations`.
@@ -129,5 +130,6 @@ export const migrations = {
   "0003_approvals_single_use": m0003_approvals_single_use,
   "0004_receipt_fingerprint": m0004_receipt_fingerprint,
   "0005_conversation_memory": m0005_conversation_memory,
-  "0006_gateway_keys": m0006_gateway_keys
+  "0006_gateway_keys": m0006_gateway_keys,
+  "0007_schedules": m0007_schedules
 } as const

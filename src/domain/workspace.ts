@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { ConnectionName, ConversationId, WorkspaceId } from "./ids.js"
+import { WorkspaceScheduleFields } from "./schedule.js"
 import { SANDBOX_TOOLS, SandboxToolName } from "../protocol/sandbox-tools.js"
 
 export class SandboxSettings extends Schema.Class<SandboxSettings>("SandboxSettings")({
@@ -34,8 +35,8 @@ export class Workspace extends Schema.Class<Workspace>("Workspace")({
   memory: Schema.optionalWith(MemorySettings, { default: () => MemorySettings.make({}) }),
   /** The tools the runner offers inside the sandbox (default: all of them). */
   tools: Schema.optionalWith(Schema.Array(SandboxToolName), { default: () => [...SANDBOX_TOOLS] }),
-  /** A cron expression for periodic turns. */
-  schedule: Schema.optional(Schema.NonEmptyString)
+  /** Periodic turns: schedule, timezone, scheduledPrompt, deliverTo, ... (docs/schedules.md). */
+  ...WorkspaceScheduleFields
 }) {}
 
 /** (connection, provider place) → workspace. A place of `*` matches every place of the connection. */

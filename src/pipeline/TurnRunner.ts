@@ -2,6 +2,7 @@ import { Cause, Clock, Context, Data, Duration, Effect, Layer, Option } from "ef
 import { HostConfig } from "../config/HostConfig.js"
 import { ContextStore } from "../db/ContextStore.js"
 import { MessageStore } from "../db/MessageStore.js"
+import { TaskStore } from "../db/TaskStore.js"
 import { TurnStore } from "../db/TurnStore.js"
 import type { ExecutorId, HostEpoch, MessageId } from "../domain/ids.js"
 import type { Turn } from "../domain/turn.js"
@@ -37,6 +38,11 @@ export const retryDelayMs = (baseMs: number, attempt: number): number => Math.mi
 export const NEW_CONTEXT_COMMAND = "/new"
 export const NEW_CONTEXT_NOTICE = "Started a new conversation: earlier messages will not be sent again."
 
+/** A scheduled turn that answers exactly this delivers nothing and is recorded quiet (docs/schedules.md). */
+export const NO_REPLY = "NO_REPLY"
+/** The sender of scheduled messages (src/schedules). */
+const SCHEDULE_SENDER = "schedule"
+
 export declare namespace TurnRunner {
   /** Runs one started turn to its outcome: execute, record replies, complete, retry or fail. */
   export interface Service {
@@ -54,6 +60,7 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
     const executor = yield* AgentExecutor
     const channels = yield* Channels
     const contexts = yield* ContextStore
+    const tasks = yield* TaskStore
 
     // `/new` is handled here, inside the turn that claimed it: moving the start only goes forward
     // and the notice is keyed by turn and message, so a rerun after a crash repeats neither, and
@@ -79,6 +86,9 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
           return yield* new TurnFailed({ code: "unknown_workspace", reason: `workspace '${conversation.value.workspace}' is not configured`, retryable: false })
         }
         let n = 0
+        const claimed = yield* messages.byIds(started.messageIds)
+        // A turn of scheduled messages only may stay silent: NO_REPLY is not delivered.
+        const scheduled = claimed.length > 0 && claimed.every((m) => m.sender === SCHEDULE_SENDER)
         const { connection, place } = conversation.value
         const feed = yield* channels.progress({ conversationId: turn.conversationId, connection, place, turnId: turn.id })
         const input: TurnInput = {
@@ -86,9 +96,10 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
           executor: started.executor,
           conversation: conversation.value,
           workspace: workspace.value,
-          messages: yield* messages.byIds(started.messageIds),
+          messages: claimed,
           reply: (text) =>
             Effect.suspend(() => {
+              if (scheduled && text.trim() === NO_REPLY) return Effect.void
               const idempotencyKey = `t${turn.id}:${n++}`
               return Effect.zipRight(feed.replied(idempotencyKey), outbox.record(turn.conversationId, turn.id, [{ idempotencyKey, kind: "reply", text }]))
             }),
@@ -96,12 +107,20 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
           // Deltas belong to the next reply: they carry the key its delivery will have.
           progress: (event) => Effect.suspend(() => feed.delta(`t${turn.id}:${n}`, event.text))
         }
-        return yield* startAfresh(input)
+        return { input: yield* startAfresh(input), scheduled: claimed.some((m) => m.sender === SCHEDULE_SENDER), replies: () => n }
       })
 
     const run = Effect.fn("TurnRunner.run")(function* (started: StartedTurn) {
       const { turn, epoch } = started
+      let settle = (_outcome: "delivered" | "quiet" | "failed"): Effect.Effect<void> => Effect.void
       const outcome = yield* prepare(started).pipe(
+        Effect.tap((p) => {
+          // The runs of scheduled messages end with the turn: delivered, quiet (nothing said) or failed.
+          if (p.scheduled) {
+            settle = (o) => Effect.flatMap(Clock.currentTimeMillis, (now) => tasks.settle(started.messageIds, turn.id, o === "delivered" && p.replies() === 0 ? "quiet" : o, now))
+          }
+        }),
+        Effect.map((p) => p.input),
         Effect.flatMap((input) =>
           // Nothing after a `/new`: no agent turn.
           input.messages.length === 0 && !started.adopted ? Effect.void : (started.adopted ? executor.adopt(input) : executor.execute(input)).pipe(
@@ -118,7 +137,9 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         Effect.either
       )
       if (outcome._tag === "Right") {
-        return (yield* turns.complete(turn.id, epoch)) ? TurnOutcome.Completed() : TurnOutcome.Lost()
+        if (!(yield* turns.complete(turn.id, epoch))) return TurnOutcome.Lost()
+        yield* settle("delivered")
+        return TurnOutcome.Completed()
       }
       const failure = outcome.left
       yield* Effect.logWarning("turn attempt failed").pipe(
@@ -130,6 +151,7 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         return (yield* turns.retryLater(turn.id, epoch, `${failure.code}: ${failure.reason}`, at)) ? TurnOutcome.RetryAt({ at }) : TurnOutcome.Lost()
       }
       if (!(yield* turns.fail(turn.id, epoch, `${failure.code}: ${failure.reason}`))) return TurnOutcome.Lost()
+      yield* settle("failed")
       yield* outbox.record(turn.conversationId, turn.id, [{
         idempotencyKey: `t${turn.id}:failed`,
         kind: "notice",

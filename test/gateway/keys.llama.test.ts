@@ -18,7 +18,7 @@ import { type HostProcess, query, startHost, stopHost } from "../channels/host-p
 import { BIN, cleanEnv } from "../support/cli.js"
 import { tempDir } from "../support/db.js"
 import { type Llama, skipWithoutSidRoot, startLlama } from "../support/llama.js"
-import { eventually } from "../support/synapse.js"
+import { eventually } from "../support/eventually.js"
 
 const skip = skipWithoutSidRoot()
 
@@ -141,6 +141,6 @@ describe.skipIf(skip)("gateway keys (pynchy keys) with the official SDKs against
 
     // Usage events are batched into the events table: wait for the laptop key's (first test).
     const usage = () => query(path.join(dir, "data", "pynchy.db"), "SELECT json_extract(payload, '$.workspace') AS account FROM events WHERE type = 'gateway.usage'").map((r) => r.account)
-    await eventually(() => usage().includes("key:laptop") ? true : undefined)
+    await Effect.runPromise(eventually(() => (usage().includes("key:laptop") ? true : undefined), { label: "usage under key:laptop" }))
   }, 120_000)
 })

@@ -9,6 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { BUILTINS, type BuiltinPlugin } from "../../src/plugins/builtin.js"
+import { AgentTasks } from "../../src/schedules/AgentTasks.js"
 import { Approvals } from "../../src/actions/Approvals.js"
 import { HostActions } from "../../src/actions/HostActions.js"
 import { GatewayConfig } from "../../src/config/gateway.js"
@@ -52,7 +53,7 @@ export const bareSandboxExecutor = (config: PynchyConfig, options: SandboxExecut
   const registry = registryOf(plugins)
   const host = Layer.mergeAll(
     ConversationContext.layerNone,
-    Layer.provide(HostActions.layer, Approvals.layerNone),
+    Layer.provide(HostActions.layer, Layer.merge(Approvals.layerNone, AgentTasks.layerNone)),
     Layer.provide(Gateway.layer, GatewaySettings.layerFrom({ dataDir: config.dataDir, providers: [], gateway: GatewayConfig.make({}) }))
   ).pipe(Layer.provideMerge(registry))
   return Layer.provide(SandboxExecutor.layer(options), host).pipe(Layer.provide(HostConfig.layerFrom(config)), Layer.orDie)

@@ -6,6 +6,7 @@ import { HostStore } from "../../db/HostStore.js"
 import * as Database from "../../db/Database.js"
 import * as Stores from "../../db/Stores.js"
 import { readStatusFile } from "../../host/status-file.js"
+import { formatSummary, taskSummaries } from "../../schedules/summary.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text."))
 
@@ -22,7 +23,8 @@ export const status = Command.make("status", { json }, ({ json }) =>
     const counts = yield* host.tableCounts
     const last = yield* host.lastRun
     const live = readStatusFile(config.dataDir)
-    if (json) return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live }, null, 2))
+    const schedules = yield* taskSummaries
+    if (json) return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live, schedules }, null, 2))
     yield* Console.log(`database  ${config.databaseFile}`)
     yield* Option.match(last, {
       onNone: () => Console.log("last run  never"),
@@ -42,6 +44,7 @@ export const status = Command.make("status", { json }, ({ json }) =>
         }
       }
     }
+    for (const t of schedules) yield* Console.log(`schedule  ${formatSummary(t)}`)
     yield* Console.log("tables    " + Object.entries(counts).map(([t, n]) => `${t}=${n}`).join(" "))
   })
 ).pipe(

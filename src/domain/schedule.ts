@@ -1,0 +1,32 @@
+import { Schema } from "effect"
+
+/** `1h`, `30m`, `90s`, `2d`. */
+export const WindowText = Schema.String.pipe(Schema.pattern(/^\d+\s*[smhd]$/, { message: () => "must be a number and a unit: s, m, h or d (e.g. 1h)" }))
+
+/** `<connection>:<place>`: where a schedule's turns live and its replies go. */
+export const DeliverTo = Schema.String.pipe(
+  Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}:\S.*$/, { message: () => "must be <connection>:<place> (e.g. cli:daily)" })
+)
+
+/**
+ * A workspace's periodic turns (docs/schedules.md). Cross-field rules (a schedule needs a prompt
+ * and a destination; the cron, zone and connection must exist) are checked with the config.
+ */
+export const WorkspaceScheduleFields = {
+  /** A cron expression: 5 fields, or 6 with seconds first. */
+  schedule: Schema.optional(Schema.NonEmptyString),
+  /** IANA zone the cron is read in; default the host's. */
+  timezone: Schema.optional(Schema.NonEmptyString),
+  /** The text of each periodic turn (a message from sender `schedule`). */
+  scheduledPrompt: Schema.optional(Schema.NonEmptyString),
+  /** `<connection>:<place>`: the conversation the turns run in and replies go to. */
+  deliverTo: Schema.optional(DeliverTo),
+  /** A run missed while the host was down runs at startup if it is younger than this; else it is skipped. */
+  catchUpWindow: Schema.optionalWith(WindowText, { default: () => "1h" }),
+  /** Tell the conversation when runs were skipped (default: skipped runs are only recorded). */
+  notifySkipped: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /** With no user message in the conversation for this long, the schedule pauses (the user is told once). */
+  pauseAfterIdleDays: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 3650)), { default: () => 14 }),
+  /** Agents may create their own tasks (the `tasks.*` host actions); false hides them. */
+  tasks: Schema.optionalWith(Schema.Boolean, { default: () => true })
+}
