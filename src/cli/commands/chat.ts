@@ -20,7 +20,7 @@ const connect = Options.text("connect").pipe(
   Options.optional,
   Options.withDescription("Talk to a running host through its HTTP API connection (e.g. http://127.0.0.1:8787); the token comes from PYNCHY_TOKEN or --token-file.")
 )
-const tokenFile = Options.file("token-file").pipe(Options.optional, Options.withDescription("A file holding the HTTP API bearer token."))
+const tokenFile = Options.file("token-file", { exists: "yes" }).pipe(Options.optional, Options.withDescription("A file holding the HTTP API bearer token."))
 
 /**
  * Runs the embedded chat: the host with one more connection runtime, the terminal, until the user
