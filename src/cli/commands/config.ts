@@ -1,6 +1,6 @@
 import { Command } from "@effect/cli"
 import { Console, Effect, Option, Schema } from "effect"
-import { stringify } from "yaml"
+import { printConfig } from "../../config/print.js"
 import { HostConfig } from "../../config/HostConfig.js"
 import { PynchyConfig } from "../../config/schema.js"
 
@@ -16,7 +16,7 @@ const check = Command.make("check", {}, () =>
     }))
     yield* Console.log(`# ${Option.getOrElse(loaded.file, () => "no config file: embedded defaults")}`)
     yield* Console.log(`# data dir: ${loaded.dataDir}`)
-    yield* Console.log(stringify(encoded).trimEnd())
+    yield* Console.log(printConfig(encoded).trimEnd())
     if (providers.length > 0) yield* Console.log(`# provider keys: ${providers.map((p) => `${p.name}: ${p.key}`).join(", ")}`)
   }).pipe(
     Effect.catchTags({
