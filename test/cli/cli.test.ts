@@ -13,6 +13,11 @@ describe("pynchy CLI (built bundle, real process)", () => {
     assert.match(v.stdout, /0\.\d+\.\d+/)
     const h = runCli(["--help"], { cwd: dir })
     for (const cmd of ["start", "send", "status", "config check", "doctor", "plugins"]) assert.include(h.stdout, cmd)
+    // The README's command table lists every command the help lists.
+    const readme = fs.readFileSync(path.resolve(import.meta.dirname, "../../README.md"), "utf8")
+    const commands = [...h.stdout.matchAll(/^ {2}- ((?:[a-z][a-z-]* ?)+)/gm)].map((m) => m[1]!.trim())
+    assert.isAbove(commands.length, 5)
+    for (const cmd of commands) assert.include(readme, `| \`pynchy ${cmd}`, `README's command table lacks pynchy ${cmd}`)
   })
 
   it("config check on a broken file lists every error with its path and exits 1", () => {
