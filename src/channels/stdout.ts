@@ -1,10 +1,25 @@
 import type { Channel } from "../pipeline/channel-contract.js"
 
+let redirect: ((line: string) => void) | undefined
+
+/**
+ * While a chat in this terminal owns stdout, the host's stdout lines are printed by `print` (above
+ * its prompt) instead of over the prompt. Returns the undo.
+ */
+export const redirectStdout = (print: (line: string) => void): (() => void) => {
+  redirect = print
+  return () => {
+    if (redirect === print) redirect = undefined
+  }
+}
+
+const hostStdout = (line: string) => (redirect !== undefined ? redirect(line) : void process.stdout.write(line))
+
 /**
  * Prints replies on the host's stdout, `[conversation] text`. It serves connections that have no
  * richer channel (the `cli` connection of `pynchy send`) so their replies are seen somewhere.
  */
-export const stdoutChannel = (name: string, write: (line: string) => void = (l) => process.stdout.write(l)): Channel => ({
+export const stdoutChannel = (name: string, write: (line: string) => void = hostStdout): Channel => ({
   name,
   idempotentResends: false,
   send: async (d) => {

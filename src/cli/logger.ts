@@ -1,4 +1,6 @@
-import { Cause, HashMap, Layer, List, Logger, LogLevel } from "effect"
+import { Cause, Effect, HashMap, Layer, List, Logger, LogLevel } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
 
 // Codes, reasons and names that an agent or a peer chose reach log lines. No such text may start
 // a line of its own or pass for another field: control characters are escaped, a field value
@@ -25,7 +27,7 @@ export const formatLine = ({ logLevel, message, date, annotations, cause, spans 
   return `${time} ${logLevel.label.padEnd(5)} ${text}${fields.length ? " " + fields.join(" ") : ""}${tail}\n`
 }
 
-const line = Logger.make((options) => {
+const stderrLogger = Logger.make((options) => {
   process.stderr.write(formatLine(options))
 })
 
@@ -33,4 +35,33 @@ const level = (name: string | undefined) =>
   LogLevel.allLevels.find((l) => l.label.toLowerCase() === (name ?? "").toLowerCase()) ?? LogLevel.Info
 
 /** The CLI logger; PYNCHY_LOG_LEVEL picks the level (default info). */
-export const layer = Layer.merge(Logger.replace(Logger.defaultLogger, line), Logger.minimumLogLevel(level(process.env.PYNCHY_LOG_LEVEL)))
+export const layer = Layer.merge(Logger.replace(Logger.defaultLogger, stderrLogger), Logger.minimumLogLevel(level(process.env.PYNCHY_LOG_LEVEL)))
+
+/**
+ * The logger of a chat in a terminal, where stderr is the chat's screen: every line goes to `file`
+ * (appended, owner only), and warnings and worse are also shown through what `screen` returns (above
+ * the prompt), or on stderr when it returns nothing (before the chat opens, after it closed).
+ */
+export const layerChat = (file: string, screen: () => ((line: string) => void) | undefined) =>
+  Logger.replaceScoped(
+    stderrLogger,
+    Effect.map(
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+          return fs.openSync(file, "a", 0o600)
+        }),
+        (fd) => Effect.sync(() => fs.closeSync(fd))
+      ),
+      (fd) =>
+        Logger.make((options) => {
+          const text = formatLine(options)
+          fs.writeSync(fd, text)
+          if (LogLevel.greaterThanEqual(options.logLevel, LogLevel.Warning)) {
+            const show = screen()
+            if (show !== undefined) show(text)
+            else process.stderr.write(text)
+          }
+        })
+    )
+  )

@@ -17,6 +17,7 @@ import type { MessageStore } from "../db/MessageStore.js"
 import type { Ingest } from "../pipeline/Ingest.js"
 import { status } from "./commands/status.js"
 import { tasks } from "./commands/tasks.js"
+import { runCli } from "./run.js"
 
 /** What the commands run on; the composition (layers/) decides. */
 export interface Stacks<E, EC> {
@@ -27,7 +28,7 @@ export interface Stacks<E, EC> {
 }
 
 export const makeCli = <E, EC>(stacks: Stacks<E, EC>) =>
-  Command.run(
+  runCli(
     Command.make("pynchy").pipe(
       Command.withDescription("A host for a personal AI assistant."),
       Command.withSubcommands([start(stacks.makeHost), chat(stacks.makeHost), send(stacks.client), status, conversations, config, doctor, keys, plugins, deploy, mcp, tasks])

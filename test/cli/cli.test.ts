@@ -1,6 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { spawnSync } from "node:child_process"
+import { colourOn } from "../../src/cli/run.js"
 import { runCli } from "../support/cli.js"
 import { tempDir } from "../support/db.js"
 
@@ -11,6 +13,11 @@ describe("pynchy CLI (built bundle, real process)", () => {
     assert.match(v.stdout, /0\.\d+\.\d+/)
     const h = runCli(["--help"], { cwd: dir })
     for (const cmd of ["start", "send", "status", "config check", "doctor", "plugins"]) assert.include(h.stdout, cmd)
+    // The README's command table lists every command the help lists.
+    const readme = fs.readFileSync(path.resolve(import.meta.dirname, "../../README.md"), "utf8")
+    const commands = [...h.stdout.matchAll(/^ {2}- ((?:[a-z][a-z-]* ?)+)/gm)].map((m) => m[1]!.trim())
+    assert.isAbove(commands.length, 5)
+    for (const cmd of commands) assert.include(readme, `| \`pynchy ${cmd}`, `README's command table lacks pynchy ${cmd}`)
   })
 
   it("config check on a broken file lists every error with its path and exits 1", () => {
@@ -45,8 +52,64 @@ describe("pynchy CLI (built bundle, real process)", () => {
 
   it("a usage error prints once, helpfully", () => {
     const r = runCli(["nonsense"], { cwd: tempDir() })
-    assert.notStrictEqual(r.code, 0)
-    const text = r.stdout + r.stderr
-    assert.match(text, /nonsense|Invalid|unknown/i)
+    assert.strictEqual(r.code, 2)
+    assert.match(r.stderr, /Invalid subcommand for pynchy - use one of 'start'/)
+    assert.include(r.stderr, "Run `pynchy --help` for more.")
+  })
+
+  it("a parse error is text with the usage of that command, never a logged structure, and exits 2", () => {
+    const missing = runCli(["send", "hello"], { cwd: tempDir() })
+    assert.strictEqual(missing.code, 2)
+    assert.strictEqual(missing.stdout, "")
+    assert.include(missing.stderr, "Expected to find option: '--conversation'")
+    assert.match(missing.stderr, /^\$ pynchy send \(-c, --conversation text\) <text>$/m)
+    assert.include(missing.stderr, "Run `pynchy send --help` for more.")
+    assert.notMatch(missing.stderr, /_tag|ERROR|\x1b/)
+
+    const nested = runCli(["config", "check", "--bogus"], { cwd: tempDir() })
+    assert.strictEqual(nested.code, 2)
+    assert.include(nested.stderr, "Received unknown argument: '--bogus'")
+    assert.match(nested.stderr, /^\$ pynchy config check$/m)
+  })
+
+  it("--help names the program pynchy, for the root and for nested commands, without colour when piped", () => {
+    const dir = tempDir()
+    for (const [args, usage] of [[["--help"], "$ pynchy"], [["start", "--help"], "$ pynchy start [--headless]"], [["config", "check", "-h"], "$ pynchy config check"]] as const) {
+      const r = runCli(args, { cwd: dir })
+      assert.strictEqual(r.code, 0, r.stderr)
+      assert.include(r.stdout.split("\n"), usage, args.join(" "))
+      assert.notInclude(r.stdout, "\x1b", "no colour codes off a terminal")
+    }
+  })
+
+  it("colour only on a terminal, and never with NO_COLOR set", () => {
+    assert.isTrue(colourOn({ isTTY: true }, {}))
+    assert.isTrue(colourOn({ isTTY: true }, { NO_COLOR: "" }), "an empty NO_COLOR does not count (no-color.org)")
+    assert.isFalse(colourOn({ isTTY: true }, { NO_COLOR: "1" }))
+    assert.isFalse(colourOn({ isTTY: false }, {}))
+    assert.isFalse(colourOn({}, {}))
+  })
+
+  it("config check prints file modes in octal, as written", () => {
+    const dir = tempDir()
+    fs.writeFileSync(path.join(dir, "pynchy.yaml"), "gateway:\n  listen: { socket: true, socketMode: 0o640 }\n")
+    const r = runCli(["config", "check"], { cwd: dir })
+    assert.strictEqual(r.code, 0, r.stderr)
+    assert.match(r.stdout, /^ +socketMode: 0o640$/m)
+  })
+
+  it("mcp refuses to create an empty database where nothing says the data dir is", () => {
+    const dir = tempDir()
+    const r = runCli(["mcp"], { cwd: dir })
+    assert.strictEqual(r.code, 1)
+    assert.include(r.stderr, `no database at ${path.join(dir, ".pynchy", "pynchy.db")}`)
+    assert.include(r.stderr, "--data-dir")
+    assert.isFalse(fs.existsSync(path.join(dir, ".pynchy")), "nothing was created")
+  })
+
+  it("the default data dir is ignored by git", () => {
+    const repo = path.resolve(import.meta.dirname, "../..")
+    const r = spawnSync("git", ["check-ignore", "-q", ".pynchy/pynchy.db"], { cwd: repo })
+    assert.strictEqual(r.status, 0, ".pynchy/ is in .gitignore")
   })
 })

@@ -19,6 +19,8 @@ export interface ChatUiOptions {
   readonly title?: string
   /** Shown under the title in a terminal (agents running unisolated, a sandbox that cannot start). */
   readonly warning?: string
+  /** Lines shown under the title in a terminal (where the host's log goes). */
+  readonly notes?: ReadonlyArray<string>
 }
 
 export interface ChatUi {
@@ -31,6 +33,8 @@ export interface ChatUi {
   readonly stream: (key: string, text: string) => void
   /** Shows a line of status (connection lost, ...), not a reply. */
   readonly info: (text: string) => void
+  /** Prints text as it is (a log line, another connection's reply) above the prompt, which is redrawn with what was typed. */
+  readonly print: (text: string) => void
   /** Resolves when the user leaves (Ctrl-C, Ctrl-D, /exit) or, without a TTY, when input ended and was answered. */
   readonly done: Promise<void>
   readonly close: () => void
@@ -99,9 +103,12 @@ export const startChatUi = (options: ChatUiOptions): ChatUi => {
     return (REPLY_PREFIX + text).split("\n").reduce((rows, line) => rows + Math.max(1, Math.ceil(line.length / columns)), 0)
   }
 
+  /** Clears the prompt and what was typed, however many rows they wrap over; the cursor ends at its start. */
   const clearLine = () => {
-    readline.clearLine(out, 0)
+    const rows = streaming === undefined && !closed ? rl.getCursorPos().rows : 0
+    if (rows > 0) readline.moveCursor(out, 0, -rows)
     readline.cursorTo(out, 0)
+    readline.clearScreenDown(out)
   }
   /** The prompt carries the status: a spinner while the agent works. */
   const render = () => {
@@ -177,6 +184,7 @@ export const startChatUi = (options: ChatUiOptions): ChatUi => {
   if (tty) {
     write(`${options.title ?? "pynchy chat"} — Ctrl-C or /exit to leave\n`)
     if (options.warning !== undefined) write(`\x1b[1;33m⚠ WARNING: ${options.warning}\x1b[0m\n`)
+    for (const note of options.notes ?? []) write(`\x1b[2m${note}\x1b[0m\n`)
     rl.prompt()
   }
 
@@ -223,6 +231,7 @@ export const startChatUi = (options: ChatUiOptions): ChatUi => {
       write(text)
     },
     info: (text) => print(`· ${text}`),
+    print: (text) => print(text.replace(/\n+$/, "")),
     done,
     close: finish
   }

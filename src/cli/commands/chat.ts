@@ -2,12 +2,14 @@ import { Command, Options } from "@effect/cli"
 import { Config, Deferred, Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { redirectStdout } from "../../channels/stdout.js"
 import { startChatUi, type ChatUi } from "../../channels/terminal/chat-ui.js"
 import { connectHttp } from "../../channels/terminal/http-connect.js"
 import { makeTerminalRuntime } from "../../channels/terminal/TerminalRuntime.js"
 import { HostConfig } from "../../config/HostConfig.js"
 import type { RuntimeEntry } from "../../runtimes/ConnectionRuntimes.js"
 import { sandboxWarning } from "../../sandbox/select.js"
+import * as Logging from "../logger.js"
 
 const session = Options.text("session").pipe(
   Options.withAlias("s"),
@@ -18,33 +20,56 @@ const connect = Options.text("connect").pipe(
   Options.optional,
   Options.withDescription("Talk to a running host through its HTTP API connection (e.g. http://127.0.0.1:8787); the token comes from PYNCHY_TOKEN or --token-file.")
 )
-const tokenFile = Options.file("token-file").pipe(Options.optional, Options.withDescription("A file holding the HTTP API bearer token."))
+const tokenFile = Options.file("token-file", { exists: "yes" }).pipe(Options.optional, Options.withDescription("A file holding the HTTP API bearer token."))
 
 /**
  * Runs the embedded chat: the host with one more connection runtime, the terminal, until the user
- * leaves. `start` can call it when stdin and stdout are a TTY and there is no config file.
+ * leaves. In a terminal the host's log goes to `<dataDir>/pynchy.log` (the banner says so), and its
+ * warnings and what it prints on stdout (`cli` replies) appear above the prompt; without one,
+ * warnings go to stderr.
  */
 export const embeddedChat = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer.Layer<never, E>, place: string) =>
   Effect.gen(function* () {
     const { dataDir, config } = yield* HostConfig.load
+    const tty = process.stdin.isTTY === true && process.stdout.isTTY === true
     // In a terminal the banner says it; without one it goes to stderr with the host's warnings.
     const warning = yield* sandboxWarning(config)
-    const banner = process.stdin.isTTY === true && process.stdout.isTTY === true
-    if (warning !== undefined && !banner) yield* Effect.logWarning(warning)
+    if (warning !== undefined && !tty) yield* Effect.logWarning(warning)
+    const logFile = path.join(dataDir, "pynchy.log")
+    let screen: ChatUi | undefined
     const opened = yield* Deferred.make<ChatUi>()
     const runtime = makeTerminalRuntime({
       session: place,
-      openUi: (send) => startChatUi({ input: process.stdin, output: process.stdout, historyFile: path.join(dataDir, "chat-history"), send, ...(warning !== undefined ? { warning } : {}) }),
-      onOpen: (ui) => Deferred.unsafeDone(opened, Effect.succeed(ui))
+      openUi: (send) =>
+        startChatUi({
+          input: process.stdin,
+          output: process.stdout,
+          historyFile: path.join(dataDir, "chat-history"),
+          send,
+          notes: [`host log: ${logFile}`],
+          ...(warning !== undefined ? { warning } : {})
+        }),
+      onOpen: (ui) => {
+        screen = ui
+        const restore = tty ? redirectStdout(ui.print) : () => {}
+        void ui.done.then(() => {
+          screen = undefined
+          restore()
+        })
+        Deferred.unsafeDone(opened, Effect.succeed(ui))
+      }
     })
-    yield* Effect.scoped(
+    const run = Effect.scoped(
       Effect.gen(function* () {
         yield* Layer.build(makeHost([{ plugin: "terminal", value: runtime }]))
         const ui = yield* Deferred.await(opened)
         yield* Effect.promise(() => ui.done)
       })
     )
-  }).pipe(Logger.withMinimumLogLevel(LogLevel.Warning))
+    return yield* tty
+      ? Effect.provide(run, Logging.layerChat(logFile, () => screen?.print))
+      : Logger.withMinimumLogLevel(run, LogLevel.Warning)
+  })
 
 const connected = (url: string, token: string, place: string) =>
   Effect.async<void>((resume) => {
@@ -66,7 +91,7 @@ const readToken = (file: Option.Option<string>) =>
 
 /**
  * `pynchy chat`: an interactive conversation with the host. Embedded by default (the host runs in
- * this process, its logs above warning on stderr); `--connect <url>` talks to a running host's
+ * this process); `--connect <url>` talks to a running host's
  * HTTP API instead. `makeHost` is the composition's host stack with extra connection runtimes.
  */
 export const chat = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer.Layer<never, E>) =>

@@ -1,6 +1,6 @@
 import { Command } from "@effect/cli"
 import { Console, Effect, Option, Schema } from "effect"
-import { stringify } from "yaml"
+import { printConfig } from "../../config/print.js"
 import { PynchyConfig } from "../../config/schema.js"
 import { problemLine } from "../../domain/problems.js"
 import { checkConfig } from "../../host/preflight.js"
@@ -22,7 +22,7 @@ const check = Command.make("check", {}, () =>
     const encoded = yield* Schema.encode(PynchyConfig)(loaded.value.config).pipe(Effect.orDie)
     yield* Console.log(`# ${where}`)
     yield* Console.log(`# data dir: ${loaded.value.dataDir}`)
-    yield* Console.log(stringify(encoded).trimEnd())
+    yield* Console.log(printConfig(encoded).trimEnd())
     yield* Console.log("# ok: every check start makes passed")
   })
 ).pipe(Command.withDescription("Run every check `start` makes (config, plugin settings, gateway and its keys, routes) without starting anything: the decoded config, or one line per problem; exit 1 on problems."))

@@ -1,4 +1,4 @@
-import { Command } from "@effect/cli"
+import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer, Option } from "effect"
 import { HostConfig } from "../../config/HostConfig.js"
 import { ROLLBACK_EXIT_CODE } from "../../host/DeployRollback.js"
@@ -29,19 +29,22 @@ const guardShutdown = (deadlineMs: number) =>
     process.on("SIGTERM", onSignal)
   })
 
+const headless = Options.boolean("headless").pipe(
+  Options.withDescription("Run without the chat even in a terminal, logging to stderr (as when stdin or stdout is not a terminal).")
+)
+
 /**
- * Runs a host stack until SIGINT/SIGTERM. With no config file in an interactive terminal it opens
- * the chat in that terminal (headless otherwise). A start rolled back during a deploy exits 75.
+ * Runs a host stack until SIGINT/SIGTERM. In an interactive terminal (stdin and stdout a TTY, no
+ * --headless) it opens the chat there, with the host's log in a file; otherwise it runs headless,
+ * logging to stderr. A start rolled back during a deploy exits 75.
  * Agents that would run unisolated (`auto` without bwrap), or turns that would fail because bwrap
  * cannot start a sandbox, get one WARN line before the host starts.
  */
 export const start = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer.Layer<never, E>) =>
-  Command.make("start", {}, () =>
+  Command.make("start", { headless }, ({ headless }) =>
     Effect.gen(function* () {
+      if (!headless && process.stdin.isTTY === true && process.stdout.isTTY === true) return yield* embeddedChat(makeHost, "default")
       const config = yield* Effect.option(HostConfig.load)
-      if (Option.isSome(config) && Option.isNone(config.value.file) && process.stdin.isTTY && process.stdout.isTTY) {
-        return yield* embeddedChat(makeHost, "default")
-      }
       yield* guardShutdown(Option.match(config, { onNone: () => 15_000, onSome: (c) => c.config.limits.shutdownTimeoutMs }))
       if (Option.isSome(config)) {
         const warning = yield* sandboxWarning(config.value.config)
@@ -55,4 +58,4 @@ export const start = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer
       ),
       Effect.asVoid
     )
-  ).pipe(Command.withDescription("Run the host on the default layer stack until interrupted (Ctrl-C)."))
+  ).pipe(Command.withDescription("Run the host until interrupted (Ctrl-C): in a terminal with the chat open, headless otherwise (--headless, or no TTY)."))
