@@ -14,6 +14,7 @@ import { delegating } from "../src/agent/DelegatingExecutor.js"
 import * as PluginChannels from "../src/channels/PluginChannels.js"
 import type { HostConfig } from "../src/config/HostConfig.js"
 import * as Stores from "../src/db/Stores.js"
+import type { SqliteTransactions } from "../src/db/ImmediateSqliteClient.js"
 import { GatewayEventLog } from "../src/gateway/event-log.js"
 import { Gateway, GatewaySettings } from "../src/gateway/Gateway.js"
 import { GatewayKeys } from "../src/gateway/key-sync.js"
@@ -46,7 +47,7 @@ export interface StackParts<EC, EP, ED, EE, ES, EA> {
   readonly config: Layer.Layer<HostConfig, EC>
   /** Discovered and validated plugins (startup step 2). */
   readonly plugins: Layer.Layer<PluginRegistry, EP, HostConfig>
-  readonly database: Layer.Layer<SqlClient.SqlClient, ED, HostConfig>
+  readonly database: Layer.Layer<SqlClient.SqlClient | SqliteTransactions, ED, HostConfig>
   readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig | PluginRegistry | Gateway | ConversationContext | HostActions>
   /** Agent-session runtimes and attachments; attached conversations are delegated, not sandboxed. */
   readonly agentSessions: Layer.Layer<AgentSessions, EA, HostConfig | SqlClient.SqlClient>
@@ -131,7 +132,7 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
  * routing and the durable ingest (`ingestClient`: it decides approval replies, and its wake-ups go
  * to the running host's control socket).
  */
-export const makeClient = <EC, ED>(parts: { readonly config: Layer.Layer<HostConfig, EC>; readonly database: Layer.Layer<SqlClient.SqlClient, ED, HostConfig> }) => {
+export const makeClient = <EC, ED>(parts: { readonly config: Layer.Layer<HostConfig, EC>; readonly database: Layer.Layer<SqlClient.SqlClient | SqliteTransactions, ED, HostConfig> }) => {
   const base = Layer.provideMerge(Layer.provideMerge(Stores.layer, parts.database), parts.config)
   return Layer.provideMerge(ingestClient, base)
 }

@@ -10,7 +10,7 @@ await Promise.all([
     ...common,
     entryPoints: { pynchy: "layers/cli.ts" },
     sourcemap: "linked",
-    external: ["better-sqlite3", "@modelcontextprotocol/sdk", "zod", "@parcel/watcher", "msgpackr-extract"],
+    external: ["better-sqlite3", "@modelcontextprotocol/sdk", "zod", "@parcel/watcher", "msgpackr-extract", "gpt-tokenizer"],
     // ESM output still meets CommonJS dependencies that call require().
     banner: { js: "import { createRequire as __pynchyRequire } from 'node:module'; const require = __pynchyRequire(import.meta.url);" }
   }),

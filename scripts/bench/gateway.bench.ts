@@ -2,7 +2,10 @@
  * The gateway's overhead against calling the same upstream directly, in one run:
  *   - sequential: added latency p50 / p99 (gateway p - direct p);
  *   - 32 concurrent: requests/s through the gateway vs direct, and the added p50 / p99;
- *   - RSS after N requests through the gateway (and its growth over the second half).
+ *   - RSS after N requests through the gateway (and its growth over the second half);
+ *   - the proxy limit: a bare node:http proxy (unix socket in, pooled keep-alive agent out, bodies
+ *     piped, no token, no accounting) on the same main thread, in the same rounds, so the
+ *     gateway's throughput is also a ratio to what any node proxy gets on this machine.
  * Threads: the upstream (a node:http server answering a small chat completion) and the load
  * generator each run in a worker thread of this process; the gateway runs on the main thread, as
  * in the host. The client talks to the gateway over its unix socket, as a sandbox does. One token
@@ -10,6 +13,7 @@
  */
 import { Effect, Exit, Logger, Redacted, Scope } from "effect"
 import * as fs from "node:fs"
+import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Worker } from "node:worker_threads"
@@ -108,11 +112,27 @@ const heapMb = () => {
   return Math.round((process.memoryUsage().heapUsed / 2 ** 20) * 10) / 10
 }
 
+/** The proxy limit: forwards every request to the upstream port, nothing else. */
+const bareProxy = (socketPath: string, port: number) =>
+  new Promise<http.Server>((resolve) => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY, maxFreeSockets: CONCURRENCY })
+    const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+      const up = http.request({ hostname: "127.0.0.1", port, agent, method: req.method, path: req.url, headers: req.headers }, (ur) => {
+        res.writeHead(ur.statusCode ?? 502, ur.headers)
+        ur.pipe(res)
+      })
+      up.on("error", () => res.destroy())
+      req.pipe(up)
+    })
+    server.listen(socketPath, () => resolve(server))
+  })
+
 export default async function(): Promise<Array<Row>> {
   const upstream = new Worker(upstreamCode, { eval: true })
   const client = new Worker(clientCode, { eval: true })
   const scope = Effect.runSync(Scope.make())
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-bench-gw-"))
+  let proxy: http.Server | undefined
   try {
     const [port, slowPort] = await new Promise<[number, number]>((resolve) => upstream.once("message", resolve))
     const providers = [
@@ -128,7 +148,9 @@ export default async function(): Promise<Array<Row>> {
     )
     const minted = await Effect.runPromise(gateway.mintToken({ workspace: "bench", conversationId: "bench", expiresAt: Date.now() + 3_600_000 }))
     const token = Redacted.value(minted.token)
+    proxy = await bareProxy(path.join(dataDir, "bare-proxy.sock"), port)
     const direct = { target: { hostname: "127.0.0.1", port }, token: undefined, model: "bench" }
+    const bare = { target: { socketPath: path.join(dataDir, "bare-proxy.sock") }, token: undefined, model: "bench" }
     const through = { target: { socketPath: gateway.socketPath! }, token, model: "bench" }
     const slowDirect = { target: { hostname: "127.0.0.1", port: slowPort }, token: undefined, model: "slow" }
     const slowThrough = { target: { socketPath: gateway.socketPath! }, token, model: "slow" }
@@ -141,9 +163,10 @@ export default async function(): Promise<Array<Row>> {
     // Warm up both paths (JIT, pooled sockets).
     await run(direct, 2_000, CONCURRENCY)
     await run(through, 2_000, CONCURRENCY)
+    await run(bare, 2_000, CONCURRENCY)
 
     const seq = { d50: [] as Array<number>, d99: [] as Array<number>, g50: [] as Array<number>, g99: [] as Array<number> }
-    const con = { drps: [] as Array<number>, grps: [] as Array<number>, d50: [] as Array<number>, d99: [] as Array<number>, g50: [] as Array<number>, g99: [] as Array<number> }
+    const con = { drps: [] as Array<number>, grps: [] as Array<number>, brps: [] as Array<number>, b50: [] as Array<number>, d50: [] as Array<number>, d99: [] as Array<number>, g50: [] as Array<number>, g99: [] as Array<number> }
     // Interleaved rounds: drift on a shared machine hits both paths alike.
     for (let round = 0; round < ROUNDS; round++) {
       const sd = await run(direct, SEQUENTIAL, 1)
@@ -152,6 +175,8 @@ export default async function(): Promise<Array<Row>> {
       seq.g50.push(pct(sg.latencies, 50)); seq.g99.push(pct(sg.latencies, 99))
       const cd = await run(direct, CONCURRENT, CONCURRENCY)
       const cg = await run(through, CONCURRENT, CONCURRENCY)
+      const cb = await run(bare, CONCURRENT, CONCURRENCY)
+      con.brps.push(CONCURRENT / (cb.elapsedMs / 1000)); con.b50.push(pct(cb.latencies, 50))
       con.drps.push(CONCURRENT / (cd.elapsedMs / 1000)); con.grps.push(CONCURRENT / (cg.elapsedMs / 1000))
       con.d50.push(pct(cd.latencies, 50)); con.d99.push(pct(cd.latencies, 99))
       con.g50.push(pct(cg.latencies, 50)); con.g99.push(pct(cg.latencies, 99))
@@ -179,6 +204,9 @@ export default async function(): Promise<Array<Row>> {
       { name: "sequential: added latency p99", value: r3(median(seq.g99) - median(seq.d99)), unit: "ms", goal: "≤ 2 ms" },
       { name: "sequential: latency p50 through the gateway", value: r3(median(seq.g50)), unit: "ms", baseline: { name: "direct", value: r3(median(seq.d50)) } },
       { name: `${CONCURRENCY} concurrent: throughput through the gateway`, value: Math.round(median(con.grps)), unit: "req/s", baseline: { name: "direct", value: Math.round(median(con.drps)) }, goal: "≥ 5,000 req/s, ≥ 0.8 of direct" },
+      { name: `${CONCURRENCY} concurrent: throughput through the gateway vs a bare node:http proxy`, value: Math.round(median(con.grps)), unit: "req/s", baseline: { name: "bare proxy", value: Math.round(median(con.brps)) }, goal: "≥ 0.8 of the bare proxy" },
+      { name: `${CONCURRENCY} concurrent: bare node:http proxy throughput`, value: Math.round(median(con.brps)), unit: "req/s", baseline: { name: "direct", value: Math.round(median(con.drps)) } },
+      { name: `${CONCURRENCY} concurrent: latency p50 through the gateway`, value: r3(median(con.g50)), unit: "ms", baseline: { name: "bare proxy", value: r3(median(con.b50)) } },
       { name: `${CONCURRENCY} concurrent: added latency p50`, value: r3(median(con.g50) - median(con.d50)), unit: "ms" },
       { name: `${CONCURRENCY} concurrent: added latency p99`, value: r3(median(con.g99) - median(con.d99)), unit: "ms" },
       { name: `${CONCURRENCY} concurrent, upstream taking ${UPSTREAM_MS} ms: throughput through the gateway`, value: Math.round(median(slow.g)), unit: "req/s", baseline: { name: "direct", value: Math.round(median(slow.d)) }, goal: "≥ 0.8 of direct" },
@@ -188,6 +216,8 @@ export default async function(): Promise<Array<Row>> {
       { name: "throughput during the RSS run", value: Math.round(lastHalfRps), unit: "req/s" }
     ]
   } finally {
+    proxy?.closeAllConnections()
+    proxy?.close()
     await Effect.runPromise(Scope.close(scope, Exit.void))
     await upstream.terminate()
     await client.terminate()

@@ -37,12 +37,12 @@ import { median, percentile } from "./stats.js"
 const INGEST_N = 50_000
 const INGEST_WARMUP = 2_000
 const INGEST_CONCURRENCY = 512
-const INGEST_ROUNDS = 3
+const INGEST_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const RAW_BATCH = 256
 const LATENCY_SAMPLES = 2_000
 const LATENCY_WARMUP = 200
 const RECOVERY_TURNS = 1_000
-const RECOVERY_ROUNDS = 3
+const RECOVERY_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 
 // ---- helpers --------------------------------------------------------------------------------------
 
@@ -50,7 +50,7 @@ const perSecond = (count: number, ms: number) => count / (ms / 1000)
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US")
 const progress = (line: string) => process.stderr.write(`  pipeline: ${line}\n`)
 
-const withTempDir = async <A>(f: (dir: string) => Promise<A>): Promise<A> => {
+export const withTempDir = async <A>(f: (dir: string) => Promise<A>): Promise<A> => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-bench-"))
   try {
     return await f(dir)
@@ -60,13 +60,13 @@ const withTempDir = async <A>(f: (dir: string) => Promise<A>): Promise<A> => {
 }
 
 /** Runs a scoped program with the host's logs silenced (the turn machinery logs at info). */
-const run = <A, E>(program: Effect.Effect<A, E, Scope.Scope>): Promise<A> =>
+export const run = <A, E>(program: Effect.Effect<A, E, Scope.Scope>): Promise<A> =>
   Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(Logger.minimumLogLevel(LogLevel.Error))))
 
-const dbFile = (dir: string) => path.join(dir, "pynchy.db")
+export const dbFile = (dir: string) => path.join(dir, "pynchy.db")
 
 /** Creates and migrates the database file through the real layer, then closes it. */
-const migratedFile = (file: string) => run(Effect.asVoid(Layer.build(Database.layerFile(file))))
+export const migratedFile = (file: string) => run(Effect.asVoid(Layer.build(Database.layerFile(file))))
 
 // ---- payloads ---------------------------------------------------------------------------------------
 
@@ -161,7 +161,7 @@ const startClock = () => {
   }
 }
 
-const ingestRun = (dir: string): Promise<IngestRun> => {
+export const ingestRun = (dir: string): Promise<IngestRun> => {
   const counts = { batches: 0, rows: 0 }
   const warm = payloads(INGEST_WARMUP, "w")
   const timed = payloads(INGEST_N, "")
@@ -261,9 +261,9 @@ const storeRun = (dir: string) => {
   )
 }
 
-const load = () => `load ${os.loadavg()[0]!.toFixed(1)}`
+export const load = () => `load ${os.loadavg()[0]!.toFixed(1)}`
 
-const ingestRows = async (): Promise<Array<Row>> => {
+export const ingestRows = async (): Promise<Array<Row>> => {
   const raw1: Array<Rate> = []
   const rawBatch: Array<Rate> = []
   const store: Array<Rate> = []
@@ -334,7 +334,7 @@ const hostStack = (dir: string, onEntry: (text: string, at: number) => Effect.Ef
 
 // ---- 2. committed → executor entry --------------------------------------------------------------------
 
-const latencyRun = (dir: string) => {
+export const latencyRun = (dir: string, count = LATENCY_SAMPLES, warmup = LATENCY_WARMUP) => {
   const waiters = new Map<string, Deferred.Deferred<number>>()
   const onEntry = (text: string, at: number) => {
     const d = waiters.get(text)
@@ -352,14 +352,14 @@ const latencyRun = (dir: string) => {
         }
       })
       const samples: Array<number> = []
-      for (let i = 0; i < LATENCY_WARMUP + LATENCY_SAMPLES; i++) {
+      for (let i = 0; i < warmup + count; i++) {
         const text = `m${i}`
         const entered = yield* Deferred.make<number>()
         waiters.set(text, entered)
         yield* ingest({ connection: "test", place: `lat${i}`, providerEventId: `e${i}`, sender: "u", text })
         const committed = performance.now()
         const at = yield* Deferred.await(entered)
-        if (i >= LATENCY_WARMUP) samples.push(at - committed)
+        if (i >= warmup) samples.push(at - committed)
         waiters.delete(text)
         yield* idle
       }
@@ -407,7 +407,7 @@ const latencyRows = async (storePath: ReadonlyArray<number>): Promise<Array<Row>
 // ---- 3. recovery ------------------------------------------------------------------------------------------
 
 /** A closed database file with RECOVERY_TURNS conversations, each with a pending message and a turn running for a dead executor of epoch "old". */
-const crashedFile = (dir: string) =>
+export const crashedFile = (dir: string) =>
   run(
     Effect.gen(function* () {
       const { ingest } = yield* Ingest
@@ -428,7 +428,7 @@ const crashedFile = (dir: string) =>
     }).pipe(Effect.provide(ingestOnly(recordingConfig(dir), dbFile(dir))))
   )
 
-const copyDb = (from: string, to: string) => {
+export const copyDb = (from: string, to: string) => {
   for (const suffix of ["", "-wal", "-shm"]) {
     if (fs.existsSync(from + suffix)) fs.copyFileSync(from + suffix, to + suffix)
   }
@@ -475,6 +475,7 @@ const storeCycleRun = (dir: string) =>
       const epoch = HostEpoch.make("bench")
       const pathMs: Array<number> = []
       const t0 = performance.now()
+      const c0 = process.cpuUsage()
       yield* turns.releaseOrphans(epoch, () => Effect.succeed(false))
       for (let i = 0; i < RECOVERY_TURNS; i++) {
         const c = conversationIdOf("test", `r${i}`)
@@ -487,14 +488,15 @@ const storeCycleRun = (dir: string) =>
         yield* turns.complete(acquired.turn.id, epoch)
         yield* turns.acquire(c, TurnOwner.make({ epoch, executor: ExecutorId.make(`b${i}`) }), Date.now())
       }
-      return { totalMs: performance.now() - t0, pathMs }
+      const cpu = process.cpuUsage(c0)
+      return { totalMs: performance.now() - t0, cpuMs: (cpu.user + cpu.system) / 1000, pathMs }
     }).pipe(Effect.provide(Layer.provideMerge(Stores.layer, Database.layerFile(dbFile(dir)))))
   )
 
-type RecoveryRun = { readonly readyMs: number; readonly allMs: number }
+type RecoveryRun = { readonly readyMs: number; readonly allMs: number; readonly cpuMs: number }
 
 /** Stack build start → the executor has received every interrupted turn's message. */
-const recoveryRun = (dir: string) => {
+export const recoveryRun = (dir: string) => {
   let received = 0
   return run(
     Effect.gen(function* () {
@@ -503,17 +505,19 @@ const recoveryRun = (dir: string) => {
         Effect.suspend(() => (++received === RECOVERY_TURNS ? Deferred.succeed(all, performance.now()) : Effect.void))
       const scope = yield* Effect.scope
       const t0 = performance.now()
+      const c0 = process.cpuUsage()
       const context = yield* Layer.buildWithScope(hostStack(dir, onEntry), scope)
       const readyMs = performance.now() - t0
       const at = yield* Deferred.await(all)
       const stats = yield* Context.get(context, TurnQueue).stats
       if (stats.dispatched < RECOVERY_TURNS) return yield* Effect.die(new Error(`dispatched ${stats.dispatched}, expected ${RECOVERY_TURNS}`))
-      return { readyMs, allMs: at - t0 } satisfies RecoveryRun
+      const cpu = process.cpuUsage(c0)
+      return { readyMs, allMs: at - t0, cpuMs: (cpu.user + cpu.system) / 1000 } satisfies RecoveryRun
     })
   )
 }
 
-const recoveryRows = async (): Promise<{ rows: Array<Row>; storePath: ReadonlyArray<number> }> =>
+export const recoveryRows = async (): Promise<{ rows: Array<Row>; storePath: ReadonlyArray<number> }> =>
   withTempDir(async (seed) => {
     await crashedFile(seed)
     const onCopy = <A>(f: (dir: string) => Promise<A>) =>
@@ -524,16 +528,18 @@ const recoveryRows = async (): Promise<{ rows: Array<Row>; storePath: ReadonlyAr
     const release: Array<number> = []
     const full: Array<RecoveryRun> = []
     const stores: Array<number> = []
+    const storesCpu: Array<number> = []
     const storePath: Array<number> = []
     for (let round = 0; round < RECOVERY_ROUNDS; round++) {
       release.push(await onCopy(releaseOnly))
       const cycle = await onCopy(storeCycleRun)
       stores.push(cycle.totalMs)
+      storesCpu.push(cycle.cpuMs)
       storePath.push(...cycle.pathMs)
       full.push(await onCopy(recoveryRun))
       progress(
-        `recovery round ${round + 1} (${load()}): all dispatched ${full[round]!.allMs.toFixed(1)} ms (ready ${full[round]!.readyMs.toFixed(1)} ms), ` +
-          `store work alone ${stores[round]!.toFixed(1)} ms, releaseOrphanClaims alone ${release[round]!.toFixed(1)} ms`
+        `recovery round ${round + 1} (${load()}): all dispatched ${full[round]!.allMs.toFixed(1)} ms (ready ${full[round]!.readyMs.toFixed(1)} ms, cpu ${full[round]!.cpuMs.toFixed(0)} ms), ` +
+          `store work alone ${stores[round]!.toFixed(1)} ms (cpu ${storesCpu[round]!.toFixed(0)} ms), releaseOrphanClaims alone ${release[round]!.toFixed(1)} ms`
       )
     }
     const n = `${fmt(RECOVERY_TURNS)} turns, median of ${RECOVERY_ROUNDS}`
@@ -544,6 +550,12 @@ const recoveryRows = async (): Promise<{ rows: Array<Row>; storePath: ReadonlyAr
         unit: "ms",
         baseline: { name: "the same store calls, sequential", value: median(stores) },
         goal: "≤ 1,000 ms"
+      },
+      {
+        name: `recovery: CPU time, build → executor has all (${n})`,
+        value: median(full.map((r) => r.cpuMs)),
+        unit: "ms",
+        baseline: { name: "the same store calls, CPU", value: median(storesCpu) }
       },
       { name: `recovery: stack build → ready (${n})`, value: median(full.map((r) => r.readyMs)), unit: "ms" },
       { name: `recovery: releaseOrphanClaims alone (${n})`, value: median(release), unit: "ms" }

@@ -4,7 +4,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { HostConfig } from "../config/HostConfig.js"
 import { migrations } from "./migrations.js"
-import * as Sqlite from "./sqlite.js"
+import * as SqliteClient from "./ImmediateSqliteClient.js"
 
 /** The database could not be opened or migrated. */
 export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
@@ -30,7 +30,7 @@ const prepared = (file: string) =>
 export const layerFile = (filename: string) =>
   Layer.provideMerge(
     prepared(filename),
-    Layer.catchAll(Sqlite.layer(filename), (e) => Layer.fail(new DatabaseUnavailable({ file: filename, reason: e.message })))
+    Layer.catchAll(SqliteClient.layer({ filename }), (e) => Layer.fail(new DatabaseUnavailable({ file: filename, reason: e.message })))
   )
 
 /** A fresh in-memory database, migrated: for tests and throwaway hosts. */

@@ -3,6 +3,7 @@ import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { ConnectionName, ConversationId, MessageId, TurnId, WorkspaceId } from "../domain/ids.js"
 import { Cursor, Direction, Message, type Ingested } from "../domain/message.js"
 import { Conversation } from "../domain/workspace.js"
+import { SqliteTransactions, type SyncStatements } from "./ImmediateSqliteClient.js"
 import { MetadataColumn } from "./rows.js"
 
 /** One inbound message, already routed to its conversation, as the store writes it. */
@@ -22,12 +23,20 @@ export interface IngestRow {
 
 /** An event id seen in a batch: known from a receipt, or fresh (first written by this batch). */
 interface Known {
-  /** The message's id; 0 for a fresh one until the insert allocates it. */
-  id: number
+  readonly id: number
   readonly conversationId: ConversationId
   readonly fingerprint: string | undefined
   readonly fresh: boolean
 }
+
+const knownReceipt = `SELECT r.message_id AS id, m.conversation_id AS conv, r.fingerprint AS f
+  FROM receipts r JOIN messages m ON m.id = r.message_id WHERE r.connection = ? AND r.provider_event_id = ?`
+const insertConversation = "INSERT OR IGNORE INTO conversations (id, connection, place, workspace, created_at) VALUES (?, ?, ?, ?, ?)"
+const insertMessage = "INSERT INTO messages (conversation_id, direction, sender, text, metadata, created_at) VALUES (?, 'in', ?, ?, ?, ?)"
+const insertReceipt = "INSERT INTO receipts (connection, provider_event_id, message_id, fingerprint) VALUES (?, ?, ?, ?)"
+const upsertCursorSql = `INSERT INTO cursors (connection, stream, position, ord, updated_at) VALUES (?, ?, ?, ?, ?)
+  ON CONFLICT (connection, stream) DO UPDATE SET position = excluded.position, ord = excluded.ord, updated_at = excluded.updated_at
+  WHERE excluded.ord > cursors.ord`
 
 const MessageRow = Schema.Struct({
   id: MessageId,
@@ -90,81 +99,59 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
   static readonly make = Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const ingestBatch = Effect.fn("MessageStore.ingestBatch")(function* (rows: ReadonlyArray<IngestRow>) {
-      if (rows.length === 0) return []
-      const now = yield* Clock.currentTimeMillis
-      return yield* sql.withTransaction(
-        Effect.gen(function* () {
-          // Known receipts, in one statement. The fingerprint rides along: conflicts cost nothing extra.
-          const keys = JSON.stringify(rows.map((r) => [r.connection, r.providerEventId]))
-          const known = yield* sql<{ c: string; e: string; id: number; conv: string; f: string | null }>`
-            SELECT r.connection AS c, r.provider_event_id AS e, r.message_id AS id, m.conversation_id AS conv, r.fingerprint AS f
-            FROM json_each(${keys}) k
-            JOIN receipts r ON r.connection = json_extract(k.value, '$[0]') AND r.provider_event_id = json_extract(k.value, '$[1]')
-            JOIN messages m ON m.id = r.message_id`
-          // What each event id already stands for: its message and the fingerprint it was first written with.
-          const seen = new Map<string, Known>()
-          for (const k of known) {
-            seen.set(`${k.c}\u0000${k.e}`, { id: k.id, conversationId: ConversationId.make(k.conv), fingerprint: k.f ?? undefined, fresh: false })
-          }
-          const fresh: Array<IngestRow> = []
-          for (const r of rows) {
-            const key = `${r.connection}\u0000${r.providerEventId}`
-            if (!seen.has(key)) {
-              // Later repeats in the batch compare against it.
-              seen.set(key, { id: 0, conversationId: r.conversationId, fingerprint: r.fingerprint, fresh: true })
-              fresh.push(r)
+    const { transaction } = yield* SqliteTransactions
+
+    // The hot path: one synchronous transaction of prepared statements, a few µs each (through
+    // SqlClient a statement costs an Effect, a span and the connection permit).
+    const ingestBatch = (rows: ReadonlyArray<IngestRow>): Effect.Effect<ReadonlyArray<Ingested>> => {
+      if (rows.length === 0) return Effect.succeed([])
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => transaction((db) => writeBatch(db, rows, now))).pipe(
+        Effect.orDie,
+        Effect.withSpan("MessageStore.ingestBatch", { captureStackTrace: false })
+      )
+    }
+
+    const writeBatch = (db: SyncStatements, rows: ReadonlyArray<IngestRow>, now: number): ReadonlyArray<Ingested> => {
+      // What each event id stands for: its message and the fingerprint it was first written with.
+      const seen = new Map<string, Known>()
+      const conversations = new Set<string>()
+      const results = rows.map((r): Ingested => {
+        const key = `${r.connection}\u0000${r.providerEventId}`
+        let k = seen.get(key)
+        if (k === undefined) {
+          const receipt = db.get<{ id: number; conv: string; f: string | null }>(knownReceipt, r.connection, r.providerEventId)
+          if (receipt !== undefined) {
+            k = { id: receipt.id, conversationId: ConversationId.make(receipt.conv), fingerprint: receipt.f ?? undefined, fresh: false }
+          } else {
+            if (!conversations.has(r.conversationId)) {
+              conversations.add(r.conversationId)
+              db.run(insertConversation, r.conversationId, r.connection, r.place, r.workspace, now)
             }
+            const id = db.run(insertMessage, r.conversationId, r.sender, r.text, JSON.stringify(r.metadata), now).lastInsertRowid
+            // A missing fingerprint is stored as SQL NULL.
+            db.run(insertReceipt, r.connection, r.providerEventId, id, r.fingerprint ?? null)
+            seen.set(key, { id, conversationId: r.conversationId, fingerprint: r.fingerprint, fresh: true })
+            return { messageId: MessageId.make(id), conversationId: r.conversationId, duplicate: false, conflict: false }
           }
-          if (fresh.length > 0) {
-            const convs = new Map<string, IngestRow>()
-            for (const r of fresh) convs.set(r.conversationId, r)
-            yield* sql`INSERT OR IGNORE INTO conversations (id, connection, place, workspace, created_at)
-              SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'), ${now}
-              FROM json_each(${JSON.stringify([...convs.values()].map((r) => [r.conversationId, r.connection, r.place, r.workspace]))})`
-            const payload = JSON.stringify(fresh.map((r) => [r.conversationId, r.sender, r.text, JSON.stringify(r.metadata)]))
-            const inserted = yield* sql<{ id: number }>`
-              INSERT INTO messages (conversation_id, direction, sender, text, metadata, created_at)
-              SELECT json_extract(value, '$[0]'), 'in', json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'), ${now}
-              FROM json_each(${payload}) ORDER BY key
-              RETURNING id`
-            // RETURNING order is not guaranteed; ids are allocated in insertion order, so sort.
-            const ids = inserted.map((r) => r.id).sort((a, b) => a - b)
-            // A missing fingerprint is JSON null, stored as SQL NULL.
-            const receipts = JSON.stringify(fresh.map((r, i) => [r.connection, r.providerEventId, ids[i], r.fingerprint ?? null]))
-            yield* sql`INSERT INTO receipts (connection, provider_event_id, message_id, fingerprint)
-              SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(${receipts})`
-            fresh.forEach((r, i) => {
-              seen.get(`${r.connection}\u0000${r.providerEventId}`)!.id = ids[i]!
-            })
-          }
-          // The first row of a fresh event is the message; every other row of a known event id is a
-          // duplicate, or a conflict when both sides carry a fingerprint and they differ.
-          const answered = new Set<string>()
-          const results = rows.map((r): Ingested => {
-            const key = `${r.connection}\u0000${r.providerEventId}`
-            const k = seen.get(key)!
-            const first = k.fresh && !answered.has(key)
-            answered.add(key)
-            const messageId = MessageId.make(k.id)
-            if (first) return { messageId, conversationId: k.conversationId, duplicate: false, conflict: false }
-            const conflict = r.fingerprint !== undefined && k.fingerprint !== undefined && r.fingerprint !== k.fingerprint
-            return { messageId, conversationId: k.conversationId, duplicate: true, conflict }
-          })
-          // Cursors advance for duplicates too: a replay after a crash still moves the position on.
-          // A conflict writes nothing: its input is not the message it claims to be.
-          const cursors = new Map<string, IngestRow>()
-          rows.forEach((r, i) => {
-            if (r.cursor === undefined || results[i]!.conflict) return
-            const key = `${r.connection}\u0000${r.cursor.stream}`
-            const prev = cursors.get(key)
-            if (prev === undefined || prev.cursor!.order < r.cursor.order) cursors.set(key, r)
-          })
-          for (const r of cursors.values()) yield* upsertCursor(r.connection, r.cursor!.stream, r.cursor!.position, r.cursor!.order, now)
-          return results
-        })
-      ).pipe(Effect.orDie)
-    })
+          seen.set(key, k)
+        }
+        // Every other row of a known event id is a duplicate, or a conflict when both sides carry
+        // a fingerprint and they differ.
+        const conflict = r.fingerprint !== undefined && k.fingerprint !== undefined && r.fingerprint !== k.fingerprint
+        return { messageId: MessageId.make(k.id), conversationId: k.conversationId, duplicate: true, conflict }
+      })
+      // Cursors advance for duplicates too: a replay after a crash still moves the position on.
+      // A conflict writes nothing: its input is not the message it claims to be.
+      const cursors = new Map<string, IngestRow>()
+      rows.forEach((r, i) => {
+        if (r.cursor === undefined || results[i]!.conflict) return
+        const key = `${r.connection}\u0000${r.cursor.stream}`
+        const prev = cursors.get(key)
+        if (prev === undefined || prev.cursor!.order < r.cursor.order) cursors.set(key, r)
+      })
+      for (const r of cursors.values()) db.run(upsertCursorSql, r.connection, r.cursor!.stream, r.cursor!.position, r.cursor!.order, now)
+      return results
+    }
 
     const upsertCursor = (connection: string, stream: string, position: string, order: number, now: number) =>
       sql<{ moved: number }>`INSERT INTO cursors (connection, stream, position, ord, updated_at)

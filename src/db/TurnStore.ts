@@ -2,6 +2,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { ConversationId, ExecutorId, HostEpoch, MessageId, TurnId } from "../domain/ids.js"
 import { Turn, TurnOwner, TurnStatus } from "../domain/turn.js"
+import { SqliteTransactions, type SyncStatements } from "./ImmediateSqliteClient.js"
 
 const TurnRow = Schema.Struct({
   id: TurnId,
@@ -32,6 +33,21 @@ const toTurn = (r: TurnRow): Turn =>
 
 const turnColumns = `id, conversation_id AS conversationId, status, attempts, owner_epoch AS ownerEpoch, executor_id AS executorId,
   not_before AS notBefore, error, created_at AS createdAt, updated_at AS updatedAt`
+
+const activeSql = `SELECT ${turnColumns} FROM turns WHERE conversation_id = ? AND status IN ('queued', 'running', 'interrupted')`
+const resumeSql = `UPDATE turns SET status = 'running', attempts = attempts + 1, owner_epoch = ?, executor_id = ?, updated_at = ?
+  WHERE id = ? RETURNING ${turnColumns}`
+const claimPendingSql = `INSERT INTO delivery_claims (message_id, turn_id)
+  SELECT m.id, ? FROM messages m
+  WHERE m.conversation_id = ? AND m.direction = 'in' AND m.handled_by IS NULL
+    AND NOT EXISTS (SELECT 1 FROM delivery_claims c WHERE c.message_id = m.id)`
+const claimIdsSql = "SELECT message_id AS id FROM delivery_claims WHERE turn_id = ? ORDER BY message_id"
+const pendingSql = `SELECT m.id FROM messages m WHERE m.conversation_id = ? AND m.direction = 'in'
+  AND m.handled_by IS NULL AND NOT EXISTS (SELECT 1 FROM delivery_claims c WHERE c.message_id = m.id) ORDER BY m.id`
+const createSql = `INSERT INTO turns (conversation_id, status, attempts, owner_epoch, executor_id, not_before, created_at, updated_at)
+  VALUES (?, 'running', 1, ?, ?, 0, ?, ?) RETURNING ${turnColumns}`
+const claimSql = "INSERT INTO delivery_claims (message_id, turn_id) VALUES (?, ?)"
+const finishSql = "UPDATE turns SET status = ?, error = ?, updated_at = ? WHERE id = ? AND status = 'running' AND owner_epoch = ? RETURNING id"
 
 /** What `acquire` found for a conversation. */
 export type Acquired = Data.TaggedEnum<{
@@ -96,66 +112,52 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
       Result: TurnRow,
       execute: (id) => sql`SELECT ${sql.literal(turnColumns)} FROM turns WHERE id = ${id}`
     })
-    const activeOf = SqlSchema.findOne({
-      Request: ConversationId,
-      Result: TurnRow,
-      execute: (id) => sql`SELECT ${sql.literal(turnColumns)} FROM turns WHERE conversation_id = ${id} AND status IN ('queued', 'running', 'interrupted')`
-    })
-    const decodeTurn = (rows: ReadonlyArray<unknown>) => Schema.decodeUnknown(TurnRow)(rows[0])
     const claimIds = (turnId: TurnId) =>
       sql<{ id: number }>`SELECT message_id AS id FROM delivery_claims WHERE turn_id = ${turnId} ORDER BY message_id`.pipe(
         Effect.map((rows) => rows.map((r) => MessageId.make(r.id)))
       )
-    const claimPending = (conversationId: ConversationId, turnId: TurnId) =>
-      sql`INSERT INTO delivery_claims (message_id, turn_id)
-        SELECT m.id, ${turnId} FROM messages m
-        WHERE m.conversation_id = ${conversationId} AND m.direction = 'in' AND m.handled_by IS NULL
-          AND NOT EXISTS (SELECT 1 FROM delivery_claims c WHERE c.message_id = m.id)`
+    // acquire and finish run on every turn: one synchronous transaction each (see SqliteTransactions).
+    const { transaction } = yield* SqliteTransactions
+    const turnOf = Schema.decodeUnknownSync(TurnRow)
 
-    const acquire = Effect.fn("TurnStore.acquire")(function* (conversationId: ConversationId, owner: TurnOwner, now: number) {
-      return yield* sql.withTransaction(
-        Effect.gen(function* () {
-          const active = yield* activeOf(conversationId)
-          if (Option.isSome(active)) {
-            const t = active.value
-            if (t.status === "running") return Acquired.Busy()
-            if (t.notBefore > now) return Acquired.Later({ at: t.notBefore })
-            const resumed = yield* decodeTurn(yield* sql`UPDATE turns SET status = 'running', attempts = attempts + 1, owner_epoch = ${owner.epoch},
-              executor_id = ${owner.executor}, updated_at = ${now} WHERE id = ${t.id} RETURNING ${sql.literal(turnColumns)}`)
-            yield* claimPending(conversationId, t.id)
-            const messageIds = yield* claimIds(t.id)
-            if (messageIds.length === 0) {
-              // A resumed turn whose messages were all taken elsewhere has nothing left to answer.
-              yield* sql`UPDATE turns SET status = 'completed', updated_at = ${now} WHERE id = ${t.id}`
-              return Acquired.Idle()
-            }
-            return Acquired.Started({ turn: toTurn(resumed), messageIds })
-          }
-          // A new turn: the pending messages, the turn, their claims; four statements in all.
-          const pending = yield* sql<{ id: number }>`SELECT m.id FROM messages m WHERE m.conversation_id = ${conversationId} AND m.direction = 'in'
-            AND m.handled_by IS NULL AND NOT EXISTS (SELECT 1 FROM delivery_claims c WHERE c.message_id = m.id) ORDER BY m.id`
-          if (pending.length === 0) return Acquired.Idle()
-          const created = yield* decodeTurn(yield* sql`INSERT INTO turns (conversation_id, status, attempts, owner_epoch, executor_id, not_before, created_at, updated_at)
-            VALUES (${conversationId}, 'running', 1, ${owner.epoch}, ${owner.executor}, 0, ${now}, ${now}) RETURNING ${sql.literal(turnColumns)}`)
-          const messageIds = pending.map((r) => MessageId.make(r.id))
-          yield* sql`INSERT INTO delivery_claims (message_id, turn_id) SELECT value, ${created.id} FROM json_each(${JSON.stringify(messageIds)})`
-          return Acquired.Started({ turn: toTurn(created), messageIds })
-        })
-      ).pipe(Effect.orDie)
-    })
+    const acquireSync = (db: SyncStatements, conversationId: ConversationId, owner: TurnOwner, now: number): Acquired => {
+      const active = db.get(activeSql, conversationId)
+      if (active !== undefined) {
+        const t = turnOf(active)
+        if (t.status === "running") return Acquired.Busy()
+        if (t.notBefore > now) return Acquired.Later({ at: t.notBefore })
+        const resumed = turnOf(db.get(resumeSql, owner.epoch, owner.executor, now, t.id))
+        db.run(claimPendingSql, t.id, conversationId)
+        const messageIds = db.all<{ id: number }>(claimIdsSql, t.id).map((r) => MessageId.make(r.id))
+        if (messageIds.length === 0) {
+          // A resumed turn whose messages were all taken elsewhere has nothing left to answer.
+          db.run("UPDATE turns SET status = 'completed', updated_at = ? WHERE id = ?", now, t.id)
+          return Acquired.Idle()
+        }
+        return Acquired.Started({ turn: toTurn(resumed), messageIds })
+      }
+      // A new turn: the pending messages, the turn, their claims.
+      const pending = db.all<{ id: number }>(pendingSql, conversationId)
+      if (pending.length === 0) return Acquired.Idle()
+      const created = turnOf(db.get(createSql, conversationId, owner.epoch, owner.executor, now, now))
+      for (const p of pending) db.run(claimSql, p.id, created.id)
+      return Acquired.Started({ turn: toTurn(created), messageIds: pending.map((r) => MessageId.make(r.id)) })
+    }
+
+    const acquire = (conversationId: ConversationId, owner: TurnOwner, now: number) =>
+      transaction((db) => acquireSync(db, conversationId, owner, now)).pipe(
+        Effect.orDie,
+        Effect.withSpan("TurnStore.acquire", { captureStackTrace: false })
+      )
 
     const finish = (turnId: TurnId, epoch: HostEpoch, status: "completed" | "failed", error: string | null) =>
-      sql.withTransaction(
-        Effect.gen(function* () {
-          const now = yield* Clock.currentTimeMillis
-          const updated = yield* sql`UPDATE turns SET status = ${status}, error = ${error}, updated_at = ${now}
-            WHERE id = ${turnId} AND status = 'running' AND owner_epoch = ${epoch} RETURNING id`
-          if (updated.length === 0) return false
-          yield* sql`UPDATE messages SET handled_by = ${turnId} WHERE id IN (SELECT message_id FROM delivery_claims WHERE turn_id = ${turnId})`
-          yield* sql`DELETE FROM delivery_claims WHERE turn_id = ${turnId}`
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        transaction((db) => {
+          if (db.run(finishSql, status, error, now, turnId, epoch).changes === 0) return false
+          db.run("UPDATE messages SET handled_by = ? WHERE id IN (SELECT message_id FROM delivery_claims WHERE turn_id = ?)", turnId, turnId)
+          db.run("DELETE FROM delivery_claims WHERE turn_id = ?", turnId)
           return true
-        })
-      ).pipe(Effect.orDie)
+        })).pipe(Effect.orDie)
 
     const releaseOrphans = <E, R>(epoch: HostEpoch, isAlive: (executor: ExecutorId) => Effect.Effect<boolean, E, R>) =>
       Effect.gen(function* () {

@@ -6,7 +6,7 @@ import { Effect, Option } from "effect"
 import { ApprovalStore } from "../../src/actions/ApprovalStore.js"
 import { migrations } from "../../src/db/migrations.js"
 import { TurnId } from "../../src/domain/ids.js"
-import * as Sqlite from "../../src/db/sqlite.js"
+import * as SqliteClient from "../../src/db/ImmediateSqliteClient.js"
 
 const migrateTo = (keys: ReadonlyArray<keyof typeof migrations>) =>
   Migrator.make({})({
@@ -33,5 +33,5 @@ describe("migration 0003_approvals_single_use", () => {
       // The new CHECK admits `consumed`; the open-request index is in place.
       const indexes = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'approvals' ORDER BY name`
       assert.deepStrictEqual(indexes.map((i) => i.name).filter((n) => !n.startsWith("sqlite_")), ["approvals_open", "approvals_request"])
-    }).pipe(Effect.provide(Sqlite.layer(":memory:")), Effect.orDie))
+    }).pipe(Effect.provide(SqliteClient.layer({ filename: ":memory:" })), Effect.orDie))
 })

@@ -8,7 +8,7 @@ import { Effect, Layer, Option } from "effect"
 import { ConnectionName, ConversationId, WorkspaceId } from "../../src/domain/ids.js"
 import { MessageStore } from "../../src/db/MessageStore.js"
 import { migrations } from "../../src/db/migrations.js"
-import * as Sqlite from "../../src/db/sqlite.js"
+import * as SqliteClient from "../../src/db/ImmediateSqliteClient.js"
 
 const migrateUpTo = (below: string) =>
   Migrator.make({})({
@@ -40,5 +40,5 @@ describe("migration 0004_receipt_fingerprint", () => {
       const [reused] = yield* store.ingestBatch([{ ...row, text: "changed", fingerprint: "digest-2" }])
       assert.deepStrictEqual([again!.duplicate, again!.conflict, reused!.conflict, reused!.messageId], [true, false, true, 1])
       assert.isTrue(Option.isSome(yield* store.cursor(ConnectionName.make("web"), "since")))
-    }).pipe(Effect.provide(Layer.provideMerge(MessageStore.layer, Sqlite.layer(":memory:")))))
+    }).pipe(Effect.provide(Layer.provideMerge(MessageStore.layer, SqliteClient.layer({ filename: ":memory:" })))))
 })

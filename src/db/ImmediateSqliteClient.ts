@@ -1,0 +1,202 @@
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { SqlClient, SqlError, Statement } from "@effect/sql"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { Context, Duration, Effect, Layer, Option, Scope, Stream } from "effect"
+import { createRequire } from "node:module"
+
+/** The better-sqlite3 calls this client makes (the package ships no types). */
+interface BetterStatement {
+  readonly reader: boolean
+  all(...params: ReadonlyArray<unknown>): Array<unknown>
+  get(...params: ReadonlyArray<unknown>): unknown
+  run(...params: ReadonlyArray<unknown>): { readonly changes: number; readonly lastInsertRowid: number | bigint }
+  raw(on: boolean): BetterStatement
+}
+interface BetterDatabase {
+  prepare(sql: string): BetterStatement
+  pragma(sql: string): unknown
+  transaction<A>(f: () => A): { immediate(): A }
+  close(): void
+}
+const Sqlite = createRequire(import.meta.url)("better-sqlite3") as new (file: string, options: { readonly readonly: boolean }) => BetterDatabase
+
+/**
+ * The options of `@effect/sql-sqlite-node` 0.53.0's `SqliteClientConfig` (the version this client
+ * tracks), plus `busyTimeout`. Upstream sets only WAL; this client also sets busy_timeout,
+ * synchronous=NORMAL and foreign keys at open.
+ */
+export interface ImmediateSqliteClientConfig {
+  readonly filename: string
+  readonly readonly?: boolean | undefined
+  /** Prepared statements kept, least recently used dropped first. Default 200 (upstream's). */
+  readonly prepareCacheSize?: number | undefined
+  /** A cached statement unused this long is prepared again. Default 10 minutes (upstream's). */
+  readonly prepareCacheTTL?: Duration.DurationInput | undefined
+  readonly disableWAL?: boolean | undefined
+  readonly spanAttributes?: Record<string, unknown> | undefined
+  readonly transformResultNames?: ((str: string) => string) | undefined
+  readonly transformQueryNames?: ((str: string) => string) | undefined
+  /** How long a writer waits for another process's write lock. Default 5 s. */
+  readonly busyTimeout?: Duration.DurationInput | undefined
+}
+
+/** Plain statements for a synchronous transaction: better-sqlite3 calls, no Effect per statement. */
+export interface SyncStatements {
+  readonly all: <A = Record<string, unknown>>(sql: string, ...params: ReadonlyArray<unknown>) => Array<A>
+  readonly get: <A = Record<string, unknown>>(sql: string, ...params: ReadonlyArray<unknown>) => A | undefined
+  readonly run: (sql: string, ...params: ReadonlyArray<unknown>) => { readonly changes: number; readonly lastInsertRowid: number }
+}
+
+export declare namespace SqliteTransactions {
+  export interface Service {
+    /**
+     * Runs `f` in one `BEGIN IMMEDIATE` transaction on the client's connection, synchronously: a
+     * statement costs microseconds instead of an Effect each. Holds the connection like
+     * `withTransaction` (other fibers wait); inside a `withTransaction` of the same fiber it joins
+     * that transaction (as a savepoint). `f` must not block on anything outside SQLite; a throw
+     * rolls back and fails with SqlError.
+     */
+    readonly transaction: <A>(f: (db: SyncStatements) => A) => Effect.Effect<A, SqlError.SqlError>
+  }
+}
+
+/** The synchronous transaction path, for hot multi-statement transactions (ingest, turn transitions). */
+export class SqliteTransactions extends Context.Tag("pynchy/SqliteTransactions")<SqliteTransactions, SqliteTransactions.Service>() {}
+
+/** A bounded LRU of prepared statements (a Map keeps insertion order: a hit moves to the end). */
+const statementCache = (db: BetterDatabase, size: number, ttlMillis: number, now: () => number) => {
+  const entries = new Map<string, { readonly statement: BetterStatement; used: number }>()
+  return (sql: string): BetterStatement => {
+    const at = now()
+    const hit = entries.get(sql)
+    if (hit !== undefined) {
+      entries.delete(sql)
+      if (at - hit.used <= ttlMillis) {
+        hit.used = at
+        entries.set(sql, hit)
+        return hit.statement
+      }
+    }
+    const statement = db.prepare(sql)
+    if (size > 0) {
+      entries.set(sql, { statement, used: at })
+      if (entries.size > size) entries.delete(entries.keys().next().value!)
+    }
+    return statement
+  }
+}
+
+const failed = (cause: unknown, message = "Failed to execute statement") => new SqlError.SqlError({ cause, message })
+
+/**
+ * A SqlClient over one better-sqlite3 connection, in place of `@effect/sql-sqlite-node` (whose
+ * options it mirrors) for one reason: write transactions begin IMMEDIATE. A deferred BEGIN that
+ * reads and then writes fails at once with SQLITE_BUSY (no busy wait) when another process (`pynchy
+ * send`, the MCP server) committed in between; IMMEDIATE takes the write lock first, under
+ * busy_timeout. It also offers `SqliteTransactions`, the synchronous path the hot transactions use.
+ */
+export const make = (options: ImmediateSqliteClientConfig) =>
+  Effect.gen(function* () {
+    const { filename } = options
+    const db = yield* Effect.acquireRelease(
+      Effect.try({
+        try: () => {
+          const d = new Sqlite(filename, { readonly: options.readonly ?? false })
+          d.pragma(`busy_timeout = ${Duration.toMillis(options.busyTimeout ?? Duration.seconds(5))}`)
+          if (options.disableWAL !== true) d.pragma("journal_mode = WAL")
+          d.pragma("synchronous = NORMAL")
+          d.pragma("foreign_keys = ON")
+          return d
+        },
+        catch: (cause) => failed(cause, `cannot open ${filename}: ${cause instanceof Error ? cause.message : String(cause)}`)
+      }),
+      (d) => Effect.sync(() => d.close())
+    )
+    const clock = yield* Effect.clock
+    const statement = statementCache(
+      db,
+      options.prepareCacheSize ?? 200,
+      Duration.toMillis(options.prepareCacheTTL ?? Duration.minutes(10)),
+      () => clock.unsafeCurrentTimeMillis()
+    )
+
+    const run = (sql: string, params: ReadonlyArray<unknown>, raw: boolean) =>
+      Effect.try({
+        try: () => {
+          const s = statement(sql)
+          if (s.reader) return s.all(...params)
+          const result = s.run(...params)
+          return raw ? result : []
+        },
+        catch: (cause) => failed(cause)
+      })
+    const rows = (sql: string, params: ReadonlyArray<unknown>, transformRows: (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined) =>
+      Effect.map(run(sql, params, false), (r) => (transformRows ? transformRows(r as Array<object>) : r) as ReadonlyArray<unknown>)
+
+    const connection: Connection = {
+      execute: rows,
+      executeRaw: (sql, params) => run(sql, params, true),
+      executeValues: (sql, params) =>
+        Effect.try({
+          try: () => {
+            const s = statement(sql)
+            if (!s.reader) {
+              s.run(...params)
+              return []
+            }
+            try {
+              return s.raw(true).all(...params) as Array<Array<unknown>>
+            } finally {
+              s.raw(false)
+            }
+          },
+          catch: (cause) => failed(cause)
+        }),
+      executeUnprepared: rows,
+      executeStream: () => Stream.dieMessage("executeStream is not supported")
+    }
+
+    // One connection: a transaction holds it, so other fibers wait for the permit, not for SQLite.
+    const semaphore = yield* Effect.makeSemaphore(1)
+    const acquirer = semaphore.withPermits(1)(Effect.succeed(connection))
+    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
+      Effect.as(
+        Effect.zipRight(restore(semaphore.take(1)), Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))),
+        connection
+      )
+    )
+    const transformRows = options.transformResultNames ? Statement.defaultTransforms(options.transformResultNames).array : undefined
+    const client = yield* SqlClient.make({
+      acquirer,
+      transactionAcquirer,
+      compiler: Statement.makeCompilerSqlite(options.transformQueryNames),
+      beginTransaction: "BEGIN IMMEDIATE",
+      spanAttributes: [...Object.entries(options.spanAttributes ?? {}), ["db.system.name", "sqlite"]],
+      ...(transformRows ? { transformRows } : {})
+    })
+
+    const sync: SyncStatements = {
+      all: (sql, ...params) => statement(sql).all(...params) as Array<never>,
+      get: (sql, ...params) => statement(sql).get(...params) as never,
+      run: (sql, ...params) => {
+        const r = statement(sql).run(...params)
+        return { changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) }
+      }
+    }
+    // better-sqlite3 nests a transaction opened inside another as a savepoint.
+    const runSync = <A>(f: (db: SyncStatements) => A) =>
+      Effect.try({ try: () => db.transaction(() => f(sync)).immediate(), catch: (cause) => failed(cause, "synchronous transaction failed") })
+    const transactions = SqliteTransactions.of({
+      transaction: (f) =>
+        Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
+          Option.isSome(open) ? runSync(f) : semaphore.withPermits(1)(runSync(f)))
+    })
+    return { client, transactions }
+  })
+
+/** SqlClient and SqliteTransactions on one SQLite file (or `:memory:`). */
+export const layer = (options: ImmediateSqliteClientConfig): Layer.Layer<SqlClient.SqlClient | SqliteTransactions, SqlError.SqlError> =>
+  Layer.scopedContext(
+    Effect.map(make(options), ({ client, transactions }) =>
+      Context.make(SqlClient.SqlClient, client).pipe(Context.add(SqliteTransactions, transactions)))
+  ).pipe(Layer.provide(Reactivity.layer))
