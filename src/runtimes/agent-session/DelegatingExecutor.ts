@@ -1,8 +1,8 @@
 import { Context, Effect, Layer, Option, Schedule } from "effect"
-import type { AgentSessionStatus } from "../domain/attachment.js"
-import { ExecutorId } from "../domain/ids.js"
-import { AgentExecutor, ExecutorLiveness, type TurnInput, TurnFailed } from "../pipeline/AgentExecutor.js"
-import { AgentSessions } from "../runtimes/agent-session/AgentSessions.js"
+import type { AgentSessionStatus } from "../../domain/attachment.js"
+import { ExecutorId } from "../../domain/ids.js"
+import { AgentExecutor, ExecutorLiveness, type TurnInput, TurnFailed } from "../../pipeline/AgentExecutor.js"
+import { AgentSessions } from "./AgentSessions.js"
 
 const PREFIX = "attachment:"
 
