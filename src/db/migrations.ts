@@ -4,6 +4,7 @@ import { m0002_approvals } from "./migrations/0002_approvals.js"
 import { m0003_approvals_single_use } from "./migrations/0003_approvals_single_use.js"
 import { m0004_receipt_fingerprint } from "./migrations/0004_receipt_fingerprint.js"
 import { m0005_conversation_memory } from "./migrations/0005_conversation_memory.js"
+import { m0008_attachment_session_ref } from "./migrations/0008_attachment_session_ref.js"
 
 /**
  * Numbered migrations, applied in order and recorded in `pynchy_migrations`.
@@ -127,5 +128,6 @@ export const migrations = {
   "0002_approvals": m0002_approvals,
   "0003_approvals_single_use": m0003_approvals_single_use,
   "0004_receipt_fingerprint": m0004_receipt_fingerprint,
-  "0005_conversation_memory": m0005_conversation_memory
+  "0005_conversation_memory": m0005_conversation_memory,
+  "0008_attachment_session_ref": m0008_attachment_session_ref
 } as const

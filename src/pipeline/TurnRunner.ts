@@ -5,7 +5,7 @@ import { MessageStore } from "../db/MessageStore.js"
 import { TurnStore } from "../db/TurnStore.js"
 import type { ExecutorId, HostEpoch, MessageId } from "../domain/ids.js"
 import type { Turn } from "../domain/turn.js"
-import { AgentExecutor, TurnFailed, type TurnInput } from "./AgentExecutor.js"
+import { AgentExecutor, TurnBlocked, TurnFailed, type TurnInput } from "./AgentExecutor.js"
 import { Channels } from "./Channels.js"
 import { Outbox } from "./Outbox.js"
 import { Workspaces } from "./Workspaces.js"
@@ -13,6 +13,8 @@ import { Workspaces } from "./Workspaces.js"
 /** How a run of a turn ended, for the queue to act on. */
 export type TurnOutcome = Data.TaggedEnum<{
   Completed: {}
+  /** Ended without an answer, waiting on a human (the user was told): done, not failed. */
+  Blocked: { readonly state: string }
   /** Queued again; due at `at` (epoch millis). */
   RetryAt: { readonly at: number }
   Failed: { readonly code: string }
@@ -118,7 +120,10 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         Effect.either
       )
       if (outcome._tag === "Right") {
-        return (yield* turns.complete(turn.id, epoch)) ? TurnOutcome.Completed() : TurnOutcome.Lost()
+        const blocked = outcome.right instanceof TurnBlocked ? outcome.right : null
+        if (blocked === null) return (yield* turns.complete(turn.id, epoch)) ? TurnOutcome.Completed() : TurnOutcome.Lost()
+        yield* Effect.logInfo("turn ended blocked").pipe(Effect.annotateLogs({ turn: turn.id, state: blocked.state }))
+        return (yield* turns.complete(turn.id, epoch, `blocked:${blocked.state}`)) ? TurnOutcome.Blocked({ state: blocked.state }) : TurnOutcome.Lost()
       }
       const failure = outcome.left
       yield* Effect.logWarning("turn attempt failed").pipe(

@@ -6,6 +6,8 @@ import { HostStore } from "../../db/HostStore.js"
 import * as Database from "../../db/Database.js"
 import * as Stores from "../../db/Stores.js"
 import { readStatusFile } from "../../host/status-file.js"
+import { AttachmentStore } from "../../runtimes/agent-session/AttachmentStore.js"
+import { attachmentLine } from "../../runtimes/agent-session/attachment-status.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text."))
 
@@ -22,7 +24,10 @@ export const status = Command.make("status", { json }, ({ json }) =>
     const counts = yield* host.tableCounts
     const last = yield* host.lastRun
     const live = readStatusFile(config.dataDir)
-    if (json) return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live }, null, 2))
+    const attachments = yield* Effect.flatMap(AttachmentStore, (s) => s.currents)
+    if (json) {
+      return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live, attachments }, null, 2))
+    }
     yield* Console.log(`database  ${config.databaseFile}`)
     yield* Option.match(last, {
       onNone: () => Console.log("last run  never"),
@@ -42,9 +47,11 @@ export const status = Command.make("status", { json }, ({ json }) =>
         }
       }
     }
+    for (const a of attachments) yield* Console.log(`session   ${attachmentLine(a)}`)
     yield* Console.log("tables    " + Object.entries(counts).map(([t, n]) => `${t}=${n}`).join(" "))
   })
 ).pipe(
   Command.withDescription("Show what the database holds and what the running host reports."),
-  Command.provide(({ json: _ }) => Layer.provideMerge(Layer.provide(Stores.layer, Database.layer), HostConfig.layer))
+  Command.provide(({ json: _ }) =>
+    Layer.provideMerge(Layer.provide(Layer.merge(Stores.layer, AttachmentStore.layerDatabase), Database.layer), HostConfig.layer))
 )
