@@ -19,9 +19,10 @@ const POLL_MS = 100
 const SETTLED_POLLS = 3
 const HISTORY_LINES = 50
 // tmux marks a pane dead when its terminal closes, and records the exit status a moment later,
-// when it reaps the process: a read in between sees `pane_dead` without a status.
+// when it reaps the process: a read in between sees `pane_dead` without a status. (A process that
+// exits before tmux has noted its pid never gets one: that pane answers `dead`, status unknown.)
 const EXIT_STATUS_READS = 40
-const EXIT_STATUS_WAIT_MS = 25
+const EXIT_STATUS_WAIT_MS = 50
 
 function tmux(args, signal) {
   const socket = process.env.LOCAL_TMUX_SOCKET
@@ -39,8 +40,9 @@ const trimEnd = (text) => text.replace(/\s+$/, "")
 const sleep = (ms, signal) =>
   new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason)
-    const timer = setTimeout(resolve, ms)
-    signal.addEventListener("abort", () => (clearTimeout(timer), reject(signal.reason)), { once: true })
+    const onAbort = () => (clearTimeout(timer), reject(signal.reason))
+    const timer = setTimeout(() => (signal.removeEventListener("abort", onAbort), resolve()), ms)
+    signal.addEventListener("abort", onAbort, { once: true })
   })
 
 const FORMAT = "#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}\t#{pane_current_command}\t#{history_size}\t#{cursor_y}"
@@ -53,7 +55,7 @@ async function pane(target, signal) {
   return { dead: dead === "1", exitStatus, exitSignal, command, historySize: Number(historySize), cursorY: Number(cursorY) }
 }
 
-/** A dead pane's facts once tmux has recorded how its process ended (bounded: ~1 s). */
+/** A dead pane's facts once tmux has recorded how its process ended (bounded: ~2 s). */
 async function settledPane(target, signal) {
   let facts = await pane(target, signal)
   for (let i = 0; facts !== null && facts.dead && facts.exitStatus === "" && facts.exitSignal === "" && i < EXIT_STATUS_READS; i++) {
