@@ -1,6 +1,6 @@
 /** The default host: what `pynchy start` runs (SQLite file in the data dir, agents in bwrap or process sandboxes). */
 import { Config, Effect, Layer } from "effect"
-import * as ScriptedExecutor from "../src/agent/ScriptedExecutor.js"
+import * as ScriptedExecutor from "../src/pipeline/ScriptedExecutor.js"
 import { HostConfig } from "../src/config/HostConfig.js"
 import * as Database from "../src/db/Database.js"
 import { DeployRollback } from "../src/host/DeployRollback.js"
@@ -44,8 +44,6 @@ export const makeHostLive = (extra: ReadonlyArray<RuntimeEntry> = []) =>
     agentSessions: Layer.provideMerge(AgentSessions.layer, Layer.merge(AttachmentStore.layerDatabase, layerFromEnv)),
     rollback
   })
-
-export const HostLive = makeHostLive()
 
 /** The database-side client of `pynchy send` and the MCP server. */
 export const ClientLive = makeClient({ config: HostConfig.layer, database: Database.layer })

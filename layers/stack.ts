@@ -16,13 +16,14 @@ import { GatewayEventLog } from "../src/gateway/event-log.js"
 import { Gateway, GatewaySettings } from "../src/gateway/Gateway.js"
 import * as ControlSocket from "../src/host/ControlSocket.js"
 import { DeployRollback, type StartupRolledBack } from "../src/host/DeployRollback.js"
-import { dispatchLayer, Host, runRecordLayer } from "../src/host/Host.js"
-import { HostIdentity } from "../src/host/HostIdentity.js"
+import { Host, runRecordLayer } from "../src/host/Host.js"
 import { LiveStatus } from "../src/host/LiveStatus.js"
 import { logged } from "../src/host/lifecycle-log.js"
+import { connectionRuntimesLayer, dispatchLayer, RecoveredTurns } from "../src/host/startup-steps.js"
 import type { AgentExecutor, ExecutorLiveness } from "../src/pipeline/AgentExecutor.js"
 import { Channels } from "../src/pipeline/Channels.js"
 import { ConversationContext } from "../src/pipeline/ConversationContext.js"
+import { HostIdentity } from "../src/pipeline/HostIdentity.js"
 import { Ingest } from "../src/pipeline/Ingest.js"
 import { Outbox } from "../src/pipeline/Outbox.js"
 import { Recovery } from "../src/pipeline/Recovery.js"
@@ -30,9 +31,8 @@ import { TurnQueue } from "../src/pipeline/TurnQueue.js"
 import { TurnRunner } from "../src/pipeline/TurnRunner.js"
 import { Workspaces } from "../src/pipeline/Workspaces.js"
 import type { PluginRegistry } from "../src/plugins/PluginRegistry.js"
-import { ConnectionRuntimes, type ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntimes.js"
+import type { ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntimes.js"
 import type { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
-import { RecoveredTurns } from "../src/runtimes/RecoveredTurns.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
 
 export interface StackParts<EC, EP, ED, EE, ES, EA> {
@@ -74,7 +74,7 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const recovered = logged("recovery: release orphan claims", RecoveredTurns.layer)
   const control = logged("control socket", ControlSocket.layer)
   // 7 + 8. connection runtimes, in order, each ready before the next
-  const runtimes = logged("connection runtimes", Layer.provide(ConnectionRuntimes.layer, RuntimeContextsLive.layer))
+  const runtimes = logged("connection runtimes", Layer.provide(connectionRuntimesLayer, RuntimeContextsLive.layer))
   // 9. interrupted turns dispatched
   const dispatch = logged("recovery: dispatch", dispatchLayer)
   // 10. channels, then ready

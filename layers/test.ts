@@ -7,7 +7,7 @@ import { AttachmentStore } from "../src/runtimes/agent-session/AttachmentStore.j
 import type { PynchyConfig } from "../src/config/schema.js"
 import { HostConfig } from "../src/config/HostConfig.js"
 import * as Database from "../src/db/Database.js"
-import * as ScriptedExecutor from "../src/agent/ScriptedExecutor.js"
+import * as ScriptedExecutor from "../src/pipeline/ScriptedExecutor.js"
 import { DeployRollback } from "../src/host/DeployRollback.js"
 import { ConnectionRuntimeSources, type RuntimeEntry } from "../src/runtimes/ConnectionRuntimes.js"
 import { makeStack } from "./stack.js"

@@ -7,7 +7,7 @@
  */
 import { Effect, Either, Layer, Logger, LogLevel } from "effect"
 import { tmpdir } from "node:os"
-import * as ScriptedExecutor from "../../src/agent/ScriptedExecutor.js"
+import * as ScriptedExecutor from "../../src/pipeline/ScriptedExecutor.js"
 import { decodeConfig, HostConfig } from "../../src/config/HostConfig.js"
 import * as Database from "../../src/db/Database.js"
 import { DeployRollback } from "../../src/host/DeployRollback.js"

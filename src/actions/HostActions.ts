@@ -11,7 +11,7 @@ import { ConversationId, TurnId } from "../domain/ids.js"
 import type { Workspace } from "../domain/workspace.js"
 import type { ActionSpec, ServiceHandler } from "../plugins/contract.js"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
-import { toolNameOf, type ToolSpec } from "../sandbox/ipc.js"
+import { toolNameOf, type ToolSpec } from "../protocol/ipc.js"
 import { Approvals } from "./Approvals.js"
 import { type ActionSchemaInvalid, compileHandlers, type OwnedHandler } from "./validate.js"
 

@@ -6,7 +6,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type { HistoryEntry, TurnSpec } from "../sandbox/ipc.js"
+import type { HistoryEntry, TurnSpec } from "../protocol/ipc.js"
 import { readWorkspaceFiles, workspaceFileSection } from "./workspace-files.js"
 
 export interface Folders {

@@ -1,7 +1,7 @@
 /** The runner's end of the IPC socket: typed lines out, tool results matched to their calls. */
 import * as Either from "effect/Either"
 import * as net from "node:net"
-import { decodeHostLine, type HostMessage, lineSplitter, type RunnerMessage, runnerLine } from "../sandbox/ipc.js"
+import { decodeHostLine, type HostMessage, lineSplitter, type RunnerMessage, runnerLine } from "../protocol/ipc.js"
 import type { ToolOutcome } from "./cores/types.js"
 
 export interface IpcClient {

@@ -8,7 +8,7 @@
 import * as Either from "effect/Either"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { decodeTurnSpec, type RunnerMessage, type TurnSpec } from "../sandbox/ipc.js"
+import { decodeTurnSpec, type RunnerMessage, type TurnSpec } from "../protocol/ipc.js"
 import { systemPrompt } from "./context.js"
 import { coreNamed } from "./cores/index.js"
 import { CoreFailed, type OfferedTool, type ToolOutcome } from "./cores/types.js"

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { ConnectionName, WorkspaceId } from "../domain/ids.js"
 import { Route, Workspace } from "../domain/workspace.js"
-import { GatewayConfig } from "../gateway/config.js"
+import { GatewayConfig } from "./gateway.js"
 
 const PositiveInt = Schema.Int.pipe(Schema.positive())
 const Millis = Schema.Int.pipe(Schema.between(1, 86_400_000))

@@ -8,9 +8,6 @@ import { ConversationId, ExecutorId, HostEpoch, MessageId, TurnId } from "./ids.
 export const TurnStatus = Schema.Literal("queued", "running", "completed", "failed", "interrupted")
 export type TurnStatus = typeof TurnStatus.Type
 
-/** Statuses that hold a conversation: at most one turn per conversation is in one of them. */
-export const ActiveTurnStatuses = ["queued", "running", "interrupted"] as const satisfies ReadonlyArray<TurnStatus>
-
 export class TurnOwner extends Schema.Class<TurnOwner>("TurnOwner")({
   epoch: HostEpoch,
   executor: ExecutorId

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { ConnectionName, ConversationId, WorkspaceId } from "./ids.js"
-import { SANDBOX_TOOLS, SandboxToolName } from "./sandbox-tools.js"
+import { SANDBOX_TOOLS, SandboxToolName } from "../protocol/sandbox-tools.js"
 
 export class SandboxSettings extends Schema.Class<SandboxSettings>("SandboxSettings")({
   /** Container runtime name; unset means the host default. */

@@ -8,14 +8,14 @@ import { HostConfig } from "../config/HostConfig.js"
 import type { ProviderConfig } from "../config/schema.js"
 import { Budgets } from "./budgets.js"
 import { type GatewayConfigInvalid, resolveCatalog } from "./catalog.js"
-import { GatewayConfig, type RoutingStrategy } from "./config.js"
+import { GatewayConfig, type RoutingStrategy } from "../config/gateway.js"
 import { makeDataPath } from "./data-path.js"
 import { Deadlines } from "./deadlines.js"
 import type { GatewayEvent } from "./events.js"
 import { gatewayLog } from "./redact.js"
 import { type DeploymentStatus, Router } from "./router.js"
 import { TokenTable } from "./tokens.js"
-import { openSocketToSandbox } from "../sandbox/runtimes/sandbox-user.js"
+import { openSocketToSandbox } from "../system/sandbox-user.js"
 
 /** The gateway could not listen where it was told to. */
 export class GatewayListenFailed extends Schema.TaggedError<GatewayListenFailed>()("GatewayListenFailed", {

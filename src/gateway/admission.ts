@@ -6,7 +6,7 @@
 import type * as http from "node:http"
 import type { Budgets } from "./budgets.js"
 import type { Api } from "./catalog.js"
-import type { GatewayConfig } from "./config.js"
+import type { GatewayConfig } from "../config/gateway.js"
 import type { BudgetExceededEvent, GatewayEvent } from "./events.js"
 import { errorJson, send } from "./replies.js"
 import type { Grant, TokenTable } from "./tokens.js"

@@ -7,7 +7,7 @@
 import { Duration, Effect, type Fiber, FiberId, Schedule } from "effect"
 import type { Accounting } from "./accounting.js"
 import type { Deployment } from "./catalog.js"
-import type { GatewayConfig } from "./config.js"
+import type { GatewayConfig } from "../config/gateway.js"
 import type { Deadline, Deadlines } from "./deadlines.js"
 import type { Relay } from "./relay.js"
 import type { Ctx, Log } from "./request.js"

@@ -7,7 +7,7 @@
  * spend alone let twenty parallel requests through a budget that fit five (each saw the spend
  * before any had finished).
  */
-import type { GatewayBudgets } from "./config.js"
+import type { GatewayBudgets } from "../config/gateway.js"
 
 const DAY = 86_400_000
 

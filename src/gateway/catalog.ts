@@ -7,7 +7,7 @@ import { Config, Effect, Option, Redacted, Schema } from "effect"
 import * as fs from "node:fs"
 import type { ProviderConfig } from "../config/schema.js"
 import { Problem } from "../domain/errors.js"
-import type { GatewayConfig } from "./config.js"
+import type { GatewayConfig } from "../config/gateway.js"
 
 export type ProviderKind = ProviderConfig["kind"]
 

@@ -4,7 +4,7 @@
  * data path asks it once per attempt and must not pay for a fiber to do so. Time is passed in
  * (the Effect Clock's millis), so TestClock drives it.
  */
-import type { RoutingStrategy } from "./config.js"
+import type { RoutingStrategy } from "../config/gateway.js"
 import type { Api, Catalog, Deployment, Group } from "./catalog.js"
 import { serves } from "./catalog.js"
 

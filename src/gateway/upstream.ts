@@ -8,7 +8,7 @@ import * as http from "node:http"
 import * as https from "node:https"
 import { performance } from "node:perf_hooks"
 import type { Api, Deployment } from "./catalog.js"
-import type { GatewayConfig } from "./config.js"
+import type { GatewayConfig } from "../config/gateway.js"
 import type { Ctx } from "./request.js"
 import type { Router } from "./router.js"
 

@@ -1,13 +1,11 @@
 import { Context, Effect, Layer, Schedule } from "effect"
 import { HostStore } from "../db/HostStore.js"
 import { Gateway } from "../gateway/Gateway.js"
-import { Recovery } from "../pipeline/Recovery.js"
+import { HostIdentity } from "../pipeline/HostIdentity.js"
 import { TurnQueue } from "../pipeline/TurnQueue.js"
-import { ConnectionRuntimes } from "../runtimes/ConnectionRuntimes.js"
-import { Dispatched, RecoveredTurns } from "../runtimes/RecoveredTurns.js"
 import { DeployRollback } from "./DeployRollback.js"
-import { HostIdentity } from "./HostIdentity.js"
 import { LiveStatus } from "./LiveStatus.js"
+import { Dispatched } from "./startup-steps.js"
 
 export declare namespace Host {
   /** The running host: what `pynchy start` holds open until a signal arrives. */
@@ -23,21 +21,6 @@ export const runRecordLayer = Layer.scopedDiscard(
     const identity = yield* HostIdentity
     const store = yield* HostStore
     yield* Effect.acquireRelease(store.recordStart(identity), () => store.recordStop(identity.epoch))
-  })
-)
-
-/**
- * Startup step 9: interrupted turns are dispatched and surviving ones re-adopted. It needs
- * ConnectionRuntimes, so it happens only after every runtime reported ready.
- */
-export const dispatchLayer = Layer.effect(
-  Dispatched,
-  Effect.gen(function* () {
-    yield* ConnectionRuntimes
-    const { survivors } = yield* RecoveredTurns
-    const recovery = yield* Recovery
-    const { conversations } = yield* recovery.dispatchInterrupted(survivors)
-    return { conversations }
   })
 )
 

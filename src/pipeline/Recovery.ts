@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { TurnStore } from "../db/TurnStore.js"
 import type { Turn } from "../domain/turn.js"
-import { HostIdentity } from "../host/HostIdentity.js"
+import { HostIdentity } from "./HostIdentity.js"
 import { ExecutorLiveness } from "./AgentExecutor.js"
 import { Outbox } from "./Outbox.js"
 import { TurnQueue } from "./TurnQueue.js"

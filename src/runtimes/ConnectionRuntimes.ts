@@ -4,7 +4,6 @@ import { HostStore } from "../db/HostStore.js"
 import { LiveStatus } from "../host/LiveStatus.js"
 import type { ConnectionRuntime, ConnectionRuntimeContext } from "./connection-runtime-contract.js"
 import { CloseFailure, RuntimeStartFailed } from "./errors.js"
-import { RecoveredTurns } from "./RecoveredTurns.js"
 
 /** One runtime as a plugin contributed it. */
 export interface RuntimeEntry {
@@ -13,9 +12,7 @@ export interface RuntimeEntry {
 }
 
 /** The runtimes to run, in their deterministic order (plugin order, then contribution order). */
-export class ConnectionRuntimeSources extends Context.Tag("pynchy/ConnectionRuntimeSources")<ConnectionRuntimeSources, ReadonlyArray<RuntimeEntry>>() {
-  static readonly none = Layer.succeed(ConnectionRuntimeSources, [])
-}
+export class ConnectionRuntimeSources extends Context.Tag("pynchy/ConnectionRuntimeSources")<ConnectionRuntimeSources, ReadonlyArray<RuntimeEntry>>() {}
 
 export declare namespace RuntimeContexts {
   /** Builds the host-owned context a runtime gets; `release` removes its ephemeral bindings. */
@@ -43,15 +40,14 @@ const READY_POLL = Duration.millis(10)
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
 /**
- * Startup steps 7 and 8 of the seed, as a scoped layer. It depends on RecoveredTurns, so orphan
- * claims are released before the first start. Runtimes start one at a time; each must report
+ * Startup steps 7 and 8 of the seed, as a scoped layer (src/host/startup-steps.ts orders it after
+ * step 4). Runtimes start one at a time; each must report
  * ready before the next starts. If runtime k fails, k is closed, then every runtime started
  * before it in reverse, and the layer fails with every close failure attached. On scope close
  * every started runtime is closed in reverse; a failing close never skips the others.
  */
 export class ConnectionRuntimes extends Context.Tag("pynchy/ConnectionRuntimes")<ConnectionRuntimes, ConnectionRuntimes.Service>() {
   static readonly make = Effect.gen(function* () {
-    yield* RecoveredTurns
     const { config } = yield* HostConfig
     const entries = yield* ConnectionRuntimeSources
     const contexts = yield* RuntimeContexts

@@ -7,7 +7,7 @@ import { Effect, Queue, Schema } from "effect"
 import type { Scope } from "effect"
 import * as fs from "node:fs"
 import * as net from "node:net"
-import { decodeRunnerLine, type HostMessage, hostLine, lineSplitter, type RunnerMessage } from "./ipc.js"
+import { decodeRunnerLine, type HostMessage, hostLine, lineSplitter, type RunnerMessage } from "../protocol/ipc.js"
 
 export class IpcListenFailed extends Schema.TaggedError<IpcListenFailed>()("IpcListenFailed", {
   socket: Schema.String,

@@ -23,7 +23,7 @@ import { AgentExecutor, ExecutorLiveness, TurnFailed, type TurnInput } from "../
 import { ConversationContext } from "../pipeline/ConversationContext.js"
 import { hostPackageRoot } from "../plugins/paths.js"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
-import type { TurnSpec } from "./ipc.js"
+import type { TurnSpec } from "../protocol/ipc.js"
 import { listenIpc } from "./IpcServer.js"
 import type { SandboxHandle, SandboxRuntime, SandboxSpec } from "./runtime.js"
 import { chooseRuntime } from "./select.js"

@@ -9,7 +9,7 @@ import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { resolveCatalog } from "../../src/gateway/catalog.js"
-import { GatewayConfig } from "../../src/gateway/config.js"
+import { GatewayConfig } from "../../src/config/gateway.js"
 import { tempDir } from "../support/db.js"
 import { call, capturingLogs, drivingClock, json, provider, type Reply, scriptedUpstream, startGateway } from "./support.js"
 

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Effect, Fiber, Queue, Redacted, TestClock } from "effect"
 import * as fs from "node:fs"
-import { sandboxUser } from "../../src/sandbox/runtimes/sandbox-user.js"
+import { sandboxUser } from "../../src/system/sandbox-user.js"
 import type { GatewayEvent, UsageEvent } from "../../src/gateway/events.js"
 import { call, chatAnswer, json, provider, scriptedUpstream, startGateway } from "./support.js"
 

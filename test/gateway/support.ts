@@ -3,7 +3,7 @@ import { Effect, Fiber, Logger, Option, Schema, type Scope, TestClock } from "ef
 import * as http from "node:http"
 import type * as net from "node:net"
 import { type ProviderConfig } from "../../src/config/schema.js"
-import { GatewayConfig } from "../../src/gateway/config.js"
+import { GatewayConfig } from "../../src/config/gateway.js"
 import { Gateway, GatewaySettings } from "../../src/gateway/Gateway.js"
 import { tempDir } from "../support/db.js"
 

@@ -4,9 +4,9 @@ import { HostConfig } from "../../src/config/HostConfig.js"
 import * as Database from "../../src/db/Database.js"
 import * as Stores from "../../src/db/Stores.js"
 import { LiveStatus } from "../../src/host/LiveStatus.js"
+import { connectionRuntimesLayer, Dispatched, RecoveredTurns } from "../../src/host/startup-steps.js"
 import type { ConnectionRuntime } from "../../src/runtimes/connection-runtime-contract.js"
 import { ConnectionRuntimes, ConnectionRuntimeSources, RuntimeContexts } from "../../src/runtimes/ConnectionRuntimes.js"
-import { Dispatched, RecoveredTurns } from "../../src/runtimes/RecoveredTurns.js"
 import { tempDir } from "../support/db.js"
 import { recordingConfig } from "../support/host.js"
 
@@ -70,7 +70,7 @@ const underTest = (specs: ReadonlyArray<Spec>, log: Array<string>) => {
     log.push("dispatch")
     return { conversations: 0 }
   }))
-  return dispatch.pipe(Layer.provideMerge(ConnectionRuntimes.layer), Layer.provideMerge(base), Layer.provide(config), Layer.provide(Logger.minimumLogLevel(LogLevel.None)))
+  return dispatch.pipe(Layer.provideMerge(connectionRuntimesLayer), Layer.provideMerge(base), Layer.provide(config), Layer.provide(Logger.minimumLogLevel(LogLevel.None)))
 }
 
 /** Runs startup then shutdown, driving the test clock so deadlines fire without real waiting. */

@@ -16,7 +16,7 @@ import {
   lineSplitter,
   RunnerMessage,
   runnerLine
-} from "../../src/sandbox/ipc.js"
+} from "../../src/protocol/ipc.js"
 import { listenIpc } from "../../src/sandbox/IpcServer.js"
 import { tempDir } from "../support/db.js"
 

@@ -3,7 +3,7 @@
  * attempt (retryable), `!fatal` for good, `!tool <action id> <json>` calls a host action and
  * replies with its outcome, and `!hang` never finishes (for deadline and kill tests).
  */
-import { toolNameOf } from "../../sandbox/ipc.js"
+import { toolNameOf } from "../../protocol/ipc.js"
 import { CoreFailed, type CoreRun } from "./types.js"
 
 export const scripted: CoreRun = async (ctx) => {

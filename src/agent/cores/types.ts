@@ -1,5 +1,5 @@
 /** What an agent core gets inside the sandbox: the turn, a way to speak, its tools, and the gateway. */
-import type { TurnSpec } from "../../sandbox/ipc.js"
+import type { TurnSpec } from "../../protocol/ipc.js"
 import type { GatewayClient } from "../gateway-client.js"
 
 export interface ToolOutcome {

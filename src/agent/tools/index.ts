@@ -1,5 +1,5 @@
 /** The sandbox tools the runner offers (only those named in the turn) and runs itself. */
-import type { SandboxToolName } from "../../domain/sandbox-tools.js"
+import type { SandboxToolName } from "../../protocol/sandbox-tools.js"
 import { bash } from "./bash.js"
 import { editFile } from "./edit-file.js"
 import { listFiles } from "./list-files.js"

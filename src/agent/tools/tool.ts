@@ -1,5 +1,5 @@
 /** The shape of a sandbox tool: a JSON Schema for the model, and a run that never throws. */
-import type { SandboxToolName } from "../../domain/sandbox-tools.js"
+import type { SandboxToolName } from "../../protocol/sandbox-tools.js"
 import type { ToolAnswer } from "./output.js"
 
 export interface SandboxTool {

@@ -4,7 +4,7 @@
  * environment, all capabilities dropped, a seccomp filter (seccomp.ts), killed with its parent.
  * The IPC and gateway sockets are the only ways out, bind-mounted as files. Secrets (the turn
  * token) travel on fd 3, never argv. When the host is root the sandbox runs as an unprivileged
- * host user (sandbox-user.ts), reached through the launcher (launcher.ts).
+ * host user (src/system/sandbox-user.ts), reached through the launcher (launcher.ts).
  */
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -13,7 +13,7 @@ import { ENTRY_INSIDE, isSafeName, runnerEnv, SANDBOX_PATHS, type SandboxRuntime
 import { type CgroupResult, makeCgroup, sweepCgroups } from "./cgroup.js"
 import { launch, launcherSupported, PERL, STAGE_DIR } from "./launcher.js"
 import { killProcess, LAUNCH_MARKER, processAlive } from "./procinfo.js"
-import { giveToSandbox, sandboxUser } from "./sandbox-user.js"
+import { giveToSandbox, sandboxUser } from "../../system/sandbox-user.js"
 import { seccompProgram } from "./seccomp.js"
 import { spawnSandbox } from "./spawn.js"
 

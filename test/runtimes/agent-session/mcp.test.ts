@@ -12,14 +12,10 @@ import { tempDir } from "../../support/db.js"
 import { skipWithout } from "../../support/system.js"
 import { EXAMPLE, startTmux } from "./tmux.js"
 
-const ROOT = path.resolve(import.meta.dirname, "../../..")
 const skip = skipWithout("tmux", "apt-get install -y tmux")
 
-/** The shipped binary once `mcp` is wired into it; until then the command's own entry through tsx. */
-const serverCommand = () =>
-  /^\s*- mcp\b/m.test(runCli(["--help"], { cwd: tempDir() }).stdout)
-    ? { command: process.execPath, args: [BIN, "mcp"] }
-    : { command: path.join(ROOT, "node_modules/.bin/tsx"), args: [path.join(ROOT, "src/runtimes/agent-session/mcp-main.ts")] }
+/** The shipped binary (global setup builds it); the test runs nothing else. */
+const SERVER = { command: process.execPath, args: [BIN, "mcp"] }
 
 const conversation = ConversationId.make("terminal:default")
 
@@ -47,6 +43,8 @@ describe.skipIf(skip)("pynchy mcp, driven by the SDK client as a subprocess", ()
   const dataDir = path.join(home, "data")
   const attachmentDir = path.join(home, "attachments")
   beforeAll(async () => {
+    const help = runCli(["--help"], { cwd: tempDir() })
+    if (!/^\s*- mcp\b/m.test(help.stdout)) throw new Error(`the built bin (${BIN}) has no mcp command: run \`npm run build\` (exit ${help.code}: ${help.stderr.slice(0, 300)})`)
     tmux = startTmux()
     fs.mkdirSync(dataDir, { recursive: true })
     await seedDatabase(dataDir)
@@ -62,7 +60,7 @@ describe.skipIf(skip)("pynchy mcp, driven by the SDK client as a subprocess", ()
     }
     if (withRuntime) env.PYNCHY_AGENT_SESSION_RUNTIME_MODULES = EXAMPLE
     const client = new Client({ name: "pynchy-test", version: "1.0.0" })
-    await client.connect(new StdioClientTransport({ ...serverCommand(), cwd: home, env, stderr: "ignore" }))
+    await client.connect(new StdioClientTransport({ ...SERVER, cwd: home, env, stderr: "ignore" }))
     const call = async (name: string, args: Record<string, unknown> = {}) => {
       const result = await client.callTool({ name, arguments: args })
       const text = (result.content as Array<{ type: string; text: string }>)[0]!.text
@@ -165,7 +163,7 @@ describe("pynchy mcp with a ClawConnect runtime module (CLAWCONNECT_AGENT_SESSIO
         CLAWCONNECT_FIXTURE_SESSIONS: sessionsFile
       }
       const client = new Client({ name: "pynchy-test", version: "1.0.0" })
-      await client.connect(new StdioClientTransport({ ...serverCommand(), cwd: home, env, stderr: "ignore" }))
+      await client.connect(new StdioClientTransport({ ...SERVER, cwd: home, env, stderr: "ignore" }))
       const call = async (name: string, args: Record<string, unknown> = {}) => {
         const result = await client.callTool({ name, arguments: args })
         const text = (result.content as Array<{ type: string; text: string }>)[0]!.text

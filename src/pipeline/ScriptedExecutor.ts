@@ -1,7 +1,7 @@
 import { Config, Duration, Effect, Layer } from "effect"
 import { randomUUID } from "node:crypto"
 import { ExecutorId } from "../domain/ids.js"
-import { AgentExecutor, ExecutorLiveness, TurnFailed } from "../pipeline/AgentExecutor.js"
+import { AgentExecutor, ExecutorLiveness, TurnFailed } from "./AgentExecutor.js"
 
 /**
  * A deterministic in-process agent, for tests and offline demos: one reply per claimed message,

@@ -3,6 +3,9 @@
  * it must not be root, or a `chmod 4755` file it leaves in /workspace is setuid-root on the host.
  * The user is `pynchy-sandbox` where it exists (scripts/system/sandbox-user.sh makes it), else
  * `nobody` (65534). A host that is not root runs sandboxes as itself, as before.
+ *
+ * A leaf shared by the sandbox runtimes (who a sandbox runs as, folders handed to it) and the
+ * gateway (its socket's group), so that neither imports the other.
  */
 import * as fs from "node:fs"
 

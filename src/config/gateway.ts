@@ -1,7 +1,7 @@
 /**
- * The `gateway:` section of pynchy.yaml (proposed: the lead adds `gateway: GatewayConfig` to
- * PynchyConfig). Providers stay in `providers:` (src/config/schema.ts); this section groups
- * their models, and sets routing, retries, cooldown, budgets, limits and where the gateway listens.
+ * The `gateway:` section of pynchy.yaml (`PynchyConfig.gateway`, src/config/schema.ts). Providers
+ * stay in `providers:`; this section groups their models, and sets routing, retries, cooldown,
+ * budgets, limits and where the gateway listens.
  */
 import { Schema } from "effect"
 

@@ -6,7 +6,7 @@
  */
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { SandboxToolName } from "../domain/sandbox-tools.js"
+import { SandboxToolName } from "./sandbox-tools.js"
 
 /** A tool the agent may call: a host action, named for the LLM (`hello.greet` → `hello__greet`). */
 export const ToolSpec = Schema.Struct({
