@@ -78,8 +78,11 @@ export declare namespace TurnStore {
      * pending inbound message of the conversation. At most one active turn per conversation.
      */
     readonly acquire: (conversationId: ConversationId, owner: TurnOwner, now: number) => Effect.Effect<Acquired>
-    /** running → completed: its claimed messages become handled by it, claims are dropped. */
-    readonly complete: (turnId: TurnId, epoch: HostEpoch) => Effect.Effect<boolean>
+    /**
+     * running → completed: its claimed messages become handled by it, claims are dropped. `note`
+     * says how it ended when that was not with an answer (`blocked:needs_input`), kept in `error`.
+     */
+    readonly complete: (turnId: TurnId, epoch: HostEpoch, note?: string) => Effect.Effect<boolean>
     /** running → queued with a not-before time; claims stay with the turn. */
     readonly retryLater: (turnId: TurnId, epoch: HostEpoch, error: string, notBefore: number) => Effect.Effect<boolean>
     /** running → failed for good: its messages count as handled (by a failed turn), claims are dropped. */
@@ -190,7 +193,7 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
 
     return TurnStore.of({
       acquire,
-      complete: (turnId, epoch) => finish(turnId, epoch, "completed", null),
+      complete: (turnId, epoch, note) => finish(turnId, epoch, "completed", note ?? null),
       fail: (turnId, epoch, error) => finish(turnId, epoch, "failed", error),
       retryLater: (turnId, epoch, error, notBefore) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => sql`UPDATE turns SET status = 'queued', owner_epoch = NULL, executor_id = NULL, error = ${error}, not_before = ${notBefore}, updated_at = ${now}

@@ -6,6 +6,7 @@ import { m0004_receipt_fingerprint } from "./migrations/0004_receipt_fingerprint
 import { m0005_conversation_memory } from "./migrations/0005_conversation_memory.js"
 import { m0006_gateway_keys } from "./migrations/0006_gateway_keys.js"
 import { m0007_schedules } from "./migrations/0007_schedules.js"
+import { m0008_attachment_session_ref } from "./migrations/0008_attachment_session_ref.js"
 
 /**
  * Numbered migrations, applied in order and recorded in `pynchy_migrations`.
@@ -131,5 +132,6 @@ export const migrations = {
   "0004_receipt_fingerprint": m0004_receipt_fingerprint,
   "0005_conversation_memory": m0005_conversation_memory,
   "0006_gateway_keys": m0006_gateway_keys,
-  "0007_schedules": m0007_schedules
+  "0007_schedules": m0007_schedules,
+  "0008_attachment_session_ref": m0008_attachment_session_ref
 } as const

@@ -21,6 +21,7 @@ export class Turn extends Schema.Class<Turn>("Turn")({
   owner: Schema.NullOr(TurnOwner),
   /** Epoch millis before which a retry must not start. */
   notBefore: Schema.Number,
+  /** Why it failed (or waits for a retry); for a completed turn that ended waiting on a human, `blocked:<state>`. */
   error: Schema.NullOr(Schema.String),
   createdAt: Schema.Number,
   updatedAt: Schema.Number

@@ -1,4 +1,4 @@
-import { Context, Effect, Schema } from "effect"
+import { Context, Data, Effect, Schema } from "effect"
 import type { ConversationId, ExecutorId } from "../domain/ids.js"
 import type { Message } from "../domain/message.js"
 import type { Turn } from "../domain/turn.js"
@@ -14,6 +14,12 @@ export class TurnFailed extends Schema.TaggedError<TurnFailed>()("TurnFailed", {
     return `turn failed (${this.code}): ${this.reason}`
   }
 }
+
+/**
+ * A run that ended without an answer because its work waits on a human (a delegated session
+ * asked a question or for a permission). The user was told; the turn ends blocked, not failed.
+ */
+export class TurnBlocked extends Data.TaggedClass("TurnBlocked")<{ readonly state: string }> {}
 
 /** Everything an executor gets for one turn. */
 export interface TurnInput {
@@ -50,12 +56,12 @@ export declare namespace AgentExecutor {
      * recorded first (a sandbox id, or `attachment:<id>` for a delegated conversation).
      */
     readonly allocate: (conversationId: ConversationId) => Effect.Effect<ExecutorId>
-    readonly execute: (input: TurnInput) => Effect.Effect<void, TurnFailed>
+    readonly execute: (input: TurnInput) => Effect.Effect<void | TurnBlocked, TurnFailed>
     /**
      * Takes over a turn whose executor survived a restart and waits for its end. Executors
      * that cannot survive a restart never see this (their liveness says dead).
      */
-    readonly adopt: (input: TurnInput) => Effect.Effect<void, TurnFailed>
+    readonly adopt: (input: TurnInput) => Effect.Effect<void | TurnBlocked, TurnFailed>
   }
 }
 export class AgentExecutor extends Context.Tag("pynchy/AgentExecutor")<AgentExecutor, AgentExecutor.Service>() {}

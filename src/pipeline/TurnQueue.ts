@@ -86,7 +86,7 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
         // A retry is not scheduled here: the next look finds the turn `Later` and sets its timer.
         return runner.run(started).pipe(
           Effect.tap((outcome) => {
-            completed = outcome._tag === "Completed" || outcome._tag === "Failed"
+            completed = outcome._tag === "Completed" || outcome._tag === "Blocked" || outcome._tag === "Failed"
           }),
           Effect.ensuring(Effect.zipRight(permits.release(1), Effect.suspend(() => finished(conversationId, completed)))),
           Effect.forkIn(scope)

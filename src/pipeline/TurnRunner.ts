@@ -6,7 +6,7 @@ import { TaskStore } from "../db/TaskStore.js"
 import { TurnStore } from "../db/TurnStore.js"
 import type { ExecutorId, HostEpoch, MessageId } from "../domain/ids.js"
 import type { Turn } from "../domain/turn.js"
-import { AgentExecutor, TurnFailed, type TurnInput } from "./AgentExecutor.js"
+import { AgentExecutor, TurnBlocked, TurnFailed, type TurnInput } from "./AgentExecutor.js"
 import { Channels } from "./Channels.js"
 import { Outbox } from "./Outbox.js"
 import { Workspaces } from "./Workspaces.js"
@@ -14,6 +14,8 @@ import { Workspaces } from "./Workspaces.js"
 /** How a run of a turn ended, for the queue to act on. */
 export type TurnOutcome = Data.TaggedEnum<{
   Completed: {}
+  /** Ended without an answer, waiting on a human (the user was told): done, not failed. */
+  Blocked: { readonly state: string }
   /** Queued again; due at `at` (epoch millis). */
   RetryAt: { readonly at: number }
   Failed: { readonly code: string }
@@ -137,9 +139,16 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         Effect.either
       )
       if (outcome._tag === "Right") {
-        if (!(yield* turns.complete(turn.id, epoch))) return TurnOutcome.Lost()
+        const blocked = outcome.right instanceof TurnBlocked ? outcome.right : null
+        if (blocked === null) {
+          if (!(yield* turns.complete(turn.id, epoch))) return TurnOutcome.Lost()
+          yield* settle("delivered")
+          return TurnOutcome.Completed()
+        }
+        yield* Effect.logInfo("turn ended blocked").pipe(Effect.annotateLogs({ turn: turn.id, state: blocked.state }))
+        if (!(yield* turns.complete(turn.id, epoch, `blocked:${blocked.state}`))) return TurnOutcome.Lost()
         yield* settle("delivered")
-        return TurnOutcome.Completed()
+        return TurnOutcome.Blocked({ state: blocked.state })
       }
       const failure = outcome.left
       yield* Effect.logWarning("turn attempt failed").pipe(

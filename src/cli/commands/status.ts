@@ -7,6 +7,8 @@ import * as Database from "../../db/Database.js"
 import * as Stores from "../../db/Stores.js"
 import { readStatusFile } from "../../host/status-file.js"
 import { formatSummary, taskSummaries } from "../../schedules/summary.js"
+import { AttachmentStore } from "../../runtimes/agent-session/AttachmentStore.js"
+import { attachmentLine } from "../../runtimes/agent-session/attachment-status.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text."))
 
@@ -24,7 +26,10 @@ export const status = Command.make("status", { json }, ({ json }) =>
     const last = yield* host.lastRun
     const live = readStatusFile(config.dataDir)
     const schedules = yield* taskSummaries
-    if (json) return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live, schedules }, null, 2))
+    const attachments = yield* Effect.flatMap(AttachmentStore, (s) => s.currents)
+    if (json) {
+      return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live, schedules, attachments }, null, 2))
+    }
     yield* Console.log(`database  ${config.databaseFile}`)
     yield* Option.match(last, {
       onNone: () => Console.log("last run  never"),
@@ -45,9 +50,11 @@ export const status = Command.make("status", { json }, ({ json }) =>
       }
     }
     for (const t of schedules) yield* Console.log(`schedule  ${formatSummary(t)}`)
+    for (const a of attachments) yield* Console.log(`session   ${attachmentLine(a)}`)
     yield* Console.log("tables    " + Object.entries(counts).map(([t, n]) => `${t}=${n}`).join(" "))
   })
 ).pipe(
   Command.withDescription("Show what the database holds and what the running host reports."),
-  Command.provide(({ json: _ }) => Layer.provideMerge(Layer.provide(Stores.layer, Database.layer), HostConfig.layer))
+  Command.provide(({ json: _ }) =>
+    Layer.provideMerge(Layer.provide(Layer.merge(Stores.layer, AttachmentStore.layerDatabase), Database.layer), HostConfig.layer))
 )

@@ -1,5 +1,12 @@
 import { Clock, Context, Effect, Either, Layer, Option, Ref, Schema } from "effect"
-import { AgentSessionStatus, type Attachment } from "../../domain/attachment.js"
+import {
+  type AgentSessionStatus,
+  type Attachment,
+  blockedStates,
+  completedTurnStates,
+  SessionMetadata,
+  workingStates
+} from "../../domain/attachment.js"
 import { InvalidInput } from "../../domain/errors.js"
 import type { AttachmentId, ConversationId } from "../../domain/ids.js"
 import { problemsOf } from "../../domain/problems.js"
@@ -8,12 +15,25 @@ import { type Attached, AttachmentStore } from "./AttachmentStore.js"
 import { NotAttached, UnknownRuntime } from "./errors.js"
 import type { SessionRef } from "./runtime.js"
 
-/** Which session to attach a conversation to. */
+/**
+ * Which session to attach a conversation to: the runtime id and the session's id in that
+ * runtime (`sessionRef` is accepted as an alias of `sessionId`), with what else the ref carries.
+ */
 export const SessionTarget = Schema.Struct({
   runtimeId: Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(128)),
-  sessionRef: Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(1024))
+  sessionId: Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(1024)),
+  providerSessionId: Schema.optional(Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(1024))),
+  host: Schema.optional(Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(255))),
+  remoteUrl: Schema.optional(Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(2048))),
+  metadata: Schema.optional(SessionMetadata)
 })
 export type SessionTarget = typeof SessionTarget.Type
+
+const withAlias = (target: unknown) => {
+  if (typeof target !== "object" || target === null) return target
+  const t = target as Record<string, unknown>
+  return t.sessionId === undefined && t.sessionRef !== undefined ? { ...t, sessionId: t.sessionRef, sessionRef: undefined } : t
+}
 
 /** One inspect: what was seen, under which token, and whether it landed (compare-and-set). */
 export interface Observation {
@@ -25,18 +45,23 @@ export interface Observation {
 
 export interface Detached {
   readonly attachment: Attachment
-  readonly status: AgentSessionStatus
+  /** The runtime's answer to `detach` when it was asked to stop the session, else the last observation. */
+  readonly status: AgentSessionStatus | null
 }
 
 /**
- * What recovery does with a delegated turn found after a restart: `completed` (the session
- * reports finished or idle), `running` (re-adopt it), `released` (unknown, unavailable, or no
- * attachment any more: the turn goes back to the queue).
+ * What recovery does with a delegated turn found after a restart: `completed` (a completed-turn
+ * state), `running` (starting, running or stale: re-adopt it and wait), `blocked` (it waits on a
+ * human: re-adopt it, the turn ends blocked), `released` (dead, failed, unavailable, unknown, or
+ * no attachment any more: the turn goes back to the queue).
  */
-export type Recovery = "completed" | "running" | "released"
+export type Recovery = "completed" | "running" | "blocked" | "released"
 
 export const recoveryOf = (status: AgentSessionStatus): Recovery =>
-  status.state === "finished" || status.state === "idle" ? "completed" : status.state === "running" ? "running" : "released"
+  completedTurnStates.includes(status.state) ? "completed"
+  : workingStates.includes(status.state) ? "running"
+  : blockedStates.includes(status.state) ? "blocked"
+  : "released"
 
 export declare namespace AgentSessions {
   /**
@@ -46,17 +71,24 @@ export declare namespace AgentSessions {
   export interface Service {
     /** Attaches, or replaces the current attachment (which becomes superseded, named by `replaces`). */
     readonly attach: (conversationId: ConversationId, target: unknown) => Effect.Effect<Attached, InvalidInput | UnknownRuntime>
-    /** Calls the runtime's `detach` (when it has one), then marks the record detached. */
-    readonly detach: (conversationId: ConversationId, opts?: CallOverrides) => Effect.Effect<Detached, NotAttached>
+    /**
+     * Marks the record detached. The runtime's `detach` (which stops the session in its runtime)
+     * runs only when `stopRuntime` is asked for; otherwise the session is left as it is.
+     */
+    readonly detach: (
+      conversationId: ConversationId,
+      request?: { readonly reason?: string | undefined; readonly stopRuntime?: boolean | undefined },
+      opts?: CallOverrides
+    ) => Effect.Effect<Detached, NotAttached>
     readonly current: (conversationId: ConversationId) => Effect.Effect<Option.Option<Attachment>>
     readonly history: (conversationId: ConversationId) => Effect.Effect<ReadonlyArray<Attachment>>
     readonly currents: Effect.Effect<ReadonlyArray<Attachment>>
     /** Inspects the current session and applies the answer under a fresh token (compare-and-set). */
     readonly inspect: (conversationId: ConversationId, opts?: CallOverrides) => Effect.Effect<Observation, NotAttached>
-    /** Delivers a turn's request through `continue`; `output` carries the reply when the runtime gives one. */
+    /** Hands the session `{ prompt }` through `continue`; the answer is recorded as an observation. */
     readonly continueTurn: (
       conversationId: ConversationId,
-      request: { readonly text: string; readonly turnId?: number | undefined },
+      request: { readonly prompt: string },
       opts?: CallOverrides
     ) => Effect.Effect<AgentSessionStatus, NotAttached>
     /** Recovery after a restart, decided by `inspect`. */
@@ -68,7 +100,17 @@ export declare namespace AgentSessions {
   }
 }
 
-const refOf = (a: Attachment): SessionRef => ({ runtimeId: a.runtimeId, provider: a.provider, sessionRef: a.sessionRef })
+/** The ref a callback sees: what the record knows, and the last state anyone reported. */
+export const refOf = (a: Attachment): SessionRef => {
+  const ref: { -readonly [K in keyof SessionRef]: SessionRef[K] } = { runtime: a.runtimeId, sessionId: a.sessionId }
+  if (a.provider !== "") ref.provider = a.provider
+  if (a.providerSessionId !== null) ref.providerSessionId = a.providerSessionId
+  if (a.host !== null) ref.host = a.host
+  if (a.remoteUrl !== null) ref.remoteUrl = a.remoteUrl
+  if (a.metadata !== null) ref.metadata = a.metadata
+  if (a.lastStatus !== null) ref.lastKnownState = a.lastStatus.state
+  return ref
+}
 
 export class AgentSessions extends Context.Tag("pynchy/AgentSessions")<AgentSessions, AgentSessions.Service>() {
   static readonly make = Effect.gen(function* () {
@@ -88,15 +130,15 @@ export class AgentSessions extends Context.Tag("pynchy/AgentSessions")<AgentSess
       }))
 
     const attach = Effect.fn("AgentSessions.attach")(function* (conversationId: ConversationId, target: unknown) {
-      const decoded = Schema.decodeUnknownEither(SessionTarget)(target, { errors: "all" })
+      const decoded = Schema.decodeUnknownEither(SessionTarget)(withAlias(target), { errors: "all" })
       if (Either.isLeft(decoded)) return yield* new InvalidInput({ what: "attachment target", problems: problemsOf(decoded.left) })
-      const { runtimeId, sessionRef } = decoded.right
+      const { runtimeId, ...session } = decoded.right
       const runtime = yield* registry.get(runtimeId)
       if (Option.isNone(runtime)) {
         return yield* new UnknownRuntime({ runtimeId, registered: (yield* registry.runtimes).map((r) => r.id) })
       }
       const now = yield* Clock.currentTimeMillis
-      const attached = yield* store.attach({ conversationId, runtimeId, provider: runtime.value.provider, sessionRef, now })
+      const attached = yield* store.attach({ conversationId, runtimeId, provider: runtime.value.provider, ...session, now })
       yield* Effect.logInfo(Option.isSome(attached.superseded) ? "attachment replaced" : "conversation attached").pipe(
         Effect.annotateLogs({ conversation: conversationId, attachment: attached.attachment.id, runtime: runtimeId })
       )
@@ -119,14 +161,22 @@ export class AgentSessions extends Context.Tag("pynchy/AgentSessions")<AgentSess
 
     return AgentSessions.of({
       attach,
-      detach: Effect.fn("AgentSessions.detach")(function* (conversationId: ConversationId, opts?: CallOverrides) {
+      detach: Effect.fn("AgentSessions.detach")(function* (
+        conversationId: ConversationId,
+        request?: { readonly reason?: string | undefined; readonly stopRuntime?: boolean | undefined },
+        opts?: CallOverrides
+      ) {
         const attachment = yield* currentOrFail(conversationId)
-        const runtime = yield* registry.get(attachment.runtimeId)
-        const status = Option.isSome(runtime) && !runtime.value.capabilities.detach
-          ? AgentSessionStatus.make({ state: "idle", code: "detached", detail: "the runtime has no detach callback; the session is left as it is" })
-          : yield* registry.detach(refOf(attachment), opts)
+        const reason = request?.reason ?? "detached"
+        // Stopping someone else's session cannot be undone: only on an explicit request.
+        const observation = request?.stopRuntime === true
+          ? yield* observe(attachment, (ref) => registry.detach(ref, { reason }, opts))
+          : null
         const detached = yield* store.detach(conversationId, yield* Clock.currentTimeMillis)
-        yield* Effect.logInfo("conversation detached").pipe(Effect.annotateLogs({ conversation: conversationId, attachment: attachment.id, code: status.code ?? status.state }))
+        const status = observation?.status ?? attachment.lastStatus
+        yield* Effect.logInfo("conversation detached").pipe(
+          Effect.annotateLogs({ conversation: conversationId, attachment: attachment.id, stopRuntime: observation !== null, state: status?.state ?? "(never observed)" })
+        )
         return { attachment: Option.getOrElse(detached, () => attachment), status } satisfies Detached
       }),
       current: store.current,
@@ -135,7 +185,7 @@ export class AgentSessions extends Context.Tag("pynchy/AgentSessions")<AgentSess
       inspect,
       continueTurn: Effect.fn("AgentSessions.continueTurn")(function* (conversationId, request, opts) {
         const attachment = yield* currentOrFail(conversationId)
-        const observation = yield* observe(attachment, (ref) => registry.continue(ref, { text: request.text, turnId: request.turnId }, opts))
+        const observation = yield* observe(attachment, (ref) => registry.continue(ref, { prompt: request.prompt }, opts))
         return observation.status
       }),
       recoverTurn: Effect.fn("AgentSessions.recoverTurn")(function* (conversationId: ConversationId, opts?: CallOverrides) {

@@ -11,7 +11,11 @@ export interface AttachInput {
   readonly conversationId: ConversationId
   readonly runtimeId: string
   readonly provider: string
-  readonly sessionRef: string
+  readonly sessionId: string
+  readonly providerSessionId?: string | undefined
+  readonly host?: string | undefined
+  readonly remoteUrl?: string | undefined
+  readonly metadata?: Readonly<Record<string, string>> | undefined
   readonly now: number
 }
 

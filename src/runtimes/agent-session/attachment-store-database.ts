@@ -1,15 +1,24 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import { AgentSessionStatus, Attachment } from "../../domain/attachment.js"
+import { AgentSessionStatus, Attachment, SessionMetadata } from "../../domain/attachment.js"
 import { AttachmentId, ConversationId } from "../../domain/ids.js"
 import { JsonColumn } from "../../db/rows.js"
 import type { AttachmentStore, Attached } from "./AttachmentStore.js"
 
-// The domain record, with its last status stored as JSON text.
-const AttachmentRow = Schema.Struct({ ...Attachment.fields, lastStatus: Schema.NullOr(JsonColumn(AgentSessionStatus)) })
-const columns = `id, conversation_id AS conversationId, runtime_id AS runtimeId, provider, session_ref AS sessionRef, state, replaces,
+// The domain record, its last status and metadata stored as JSON text (the session id in `session_ref`).
+const AttachmentRow = Schema.Struct({
+  ...Attachment.fields,
+  providerSessionId: Schema.NullOr(Schema.String),
+  host: Schema.NullOr(Schema.String),
+  remoteUrl: Schema.NullOr(Schema.String),
+  metadata: Schema.NullOr(JsonColumn(SessionMetadata)),
+  lastStatus: Schema.NullOr(JsonColumn(AgentSessionStatus))
+})
+const columns = `id, conversation_id AS conversationId, runtime_id AS runtimeId, provider, session_ref AS sessionId,
+  provider_session_id AS providerSessionId, host, remote_url AS remoteUrl, metadata, state, replaces,
   observation_token AS observationToken, last_status AS lastStatus, created_at AS createdAt, updated_at AS updatedAt`
 const encodeStatus = Schema.encodeSync(JsonColumn(AgentSessionStatus))
+const encodeMetadata = Schema.encodeSync(JsonColumn(SessionMetadata))
 
 /** The `attachments` table of the host database; the unique partial index keeps one current per conversation. */
 export const makeDatabaseStore = Effect.gen(function* () {
@@ -47,8 +56,11 @@ export const makeDatabaseStore = Effect.gen(function* () {
           }
           const replaces = Option.match(previous, { onNone: () => null, onSome: (p) => p.id })
           const inserted = yield* sql<{ id: number }>`INSERT INTO attachments
-            (conversation_id, runtime_id, provider, session_ref, state, replaces, observation_token, last_status, created_at, updated_at)
-            VALUES (${input.conversationId}, ${input.runtimeId}, ${input.provider}, ${input.sessionRef}, 'current', ${replaces}, 0, NULL, ${input.now}, ${input.now})
+            (conversation_id, runtime_id, provider, session_ref, provider_session_id, host, remote_url, metadata,
+              state, replaces, observation_token, last_status, created_at, updated_at)
+            VALUES (${input.conversationId}, ${input.runtimeId}, ${input.provider}, ${input.sessionId}, ${input.providerSessionId ?? null},
+              ${input.host ?? null}, ${input.remoteUrl ?? null}, ${input.metadata === undefined ? null : encodeMetadata(input.metadata)},
+              'current', ${replaces}, 0, NULL, ${input.now}, ${input.now})
             RETURNING id`
           const attachment = Option.getOrThrow(yield* byId(AttachmentId.make(inserted[0]!.id)))
           const superseded = Option.map(previous, (p) => toAttachment({ ...p, state: "superseded", updatedAt: input.now }))

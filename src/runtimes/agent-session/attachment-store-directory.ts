@@ -9,11 +9,10 @@ import type { DirectoryOptions } from "./AttachmentStore.js"
 import { AttachmentStoreUnreadable } from "./errors.js"
 
 const FileContent = Schema.Struct({
-  version: Schema.Literal(1),
+  version: Schema.Literal(2),
   attachments: Schema.Array(Attachment)
 })
-const FileJson = Schema.parseJson(FileContent)
-const decodeFile = Schema.decodeUnknownEither(FileJson)
+const decodeFile = Schema.decodeUnknownEither(FileContent)
 const encodeFile = Schema.encodeSync(Schema.parseJson(FileContent, { space: 2 }))
 
 const AgentId = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
@@ -28,7 +27,11 @@ const load = (file: string) =>
       try: () => fs.readFileSync(file, "utf8"),
       catch: (e) => new AttachmentStoreUnreadable({ file, reason: `cannot read: ${(e as Error).message}` })
     })
-    const decoded = decodeFile(text, { errors: "all" })
+    const json = yield* Effect.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: (e) => new AttachmentStoreUnreadable({ file, reason: `not JSON: ${(e as Error).message}` })
+    })
+    const decoded = decodeFile(fromVersion1(json), { errors: "all" })
     if (Either.isLeft(decoded)) {
       const problems = problemsOf(decoded.left).map((p) => `${p.path || "(root)"}: ${p.reason}`)
       return yield* new AttachmentStoreUnreadable({ file, reason: `not an attachment store: ${problems.slice(0, 5).join("; ")}` })
@@ -44,13 +47,29 @@ const load = (file: string) =>
     return { records: decoded.right.attachments } satisfies Records
   })
 
+/**
+ * A version 1 file (an earlier build) named the session `sessionRef` and kept statuses in another
+ * vocabulary: the ids are kept, the last statuses dropped (the next read refills them).
+ */
+const fromVersion1 = (json: unknown) => {
+  const v1 = json as { version?: unknown; attachments?: unknown }
+  if (v1?.version !== 1 || !Array.isArray(v1.attachments)) return json
+  return {
+    version: 2,
+    attachments: v1.attachments.map((a: Record<string, unknown>) => {
+      const { sessionRef, ...rest } = a
+      return { ...rest, sessionId: sessionRef, lastStatus: null }
+    })
+  }
+}
+
 /** Write to a temporary file in the same directory, fsync, then rename over: readers see old or new, never half. */
 const writeAtomically = (file: string, next: Records) =>
   Effect.sync(() => {
     const tmp = `${file}.${process.pid}.${crypto.randomBytes(4).toString("hex")}.tmp`
     const fd = fs.openSync(tmp, "w", 0o600)
     try {
-      fs.writeFileSync(fd, encodeFile({ version: 1, attachments: next.records }))
+      fs.writeFileSync(fd, encodeFile({ version: 2, attachments: next.records }))
       fs.fsyncSync(fd)
     } finally {
       fs.closeSync(fd)

@@ -1,18 +1,7 @@
 import { Schema } from "effect"
 import { Problem } from "../../domain/errors.js"
 
-/** A second registration under an id already taken; the earlier registration stays. */
-export class DuplicateRuntime extends Schema.TaggedError<DuplicateRuntime>()("DuplicateRuntime", {
-  runtimeId: Schema.String,
-  /** The provider of the registration that stays. */
-  existingProvider: Schema.String
-}) {
-  override get message() {
-    return `agent-session runtime '${this.runtimeId}' is already registered (provider '${this.existingProvider}'); the new registration was refused`
-  }
-}
-
-/** A registration that is not `{ id, provider, inspect, continue?, detach? }`. */
+/** A registration whose id is malformed (the only registration `register` refuses). */
 export class RuntimeDefinitionInvalid extends Schema.TaggedError<RuntimeDefinitionInvalid>()("RuntimeDefinitionInvalid", {
   runtimeId: Schema.NullOr(Schema.String),
   problems: Schema.Array(Problem)
@@ -52,7 +41,7 @@ export class AttachmentStoreUnreadable extends Schema.TaggedError<AttachmentStor
   }
 }
 
-/** Internal outcomes of one callback call; each becomes an `unavailable` status with its own code. */
+/** Internal outcomes of one callback call; each becomes an `unavailable` status with `<op>_timeout` / `<op>_failed`. */
 export class CallTimedOut extends Schema.TaggedError<CallTimedOut>()("CallTimedOut", {
   op: Schema.String,
   runtimeId: Schema.String,
@@ -63,10 +52,4 @@ export class CallFailed extends Schema.TaggedError<CallFailed>()("CallFailed", {
   op: Schema.String,
   runtimeId: Schema.String,
   reason: Schema.String
-}) {}
-
-export class CallMalformed extends Schema.TaggedError<CallMalformed>()("CallMalformed", {
-  op: Schema.String,
-  runtimeId: Schema.String,
-  problems: Schema.Array(Problem)
 }) {}

@@ -115,30 +115,50 @@ export const makeMcpServer = Effect.gen(function* () {
       })))
 
   server.registerTool("attach_session", {
-    description: "Attach a conversation to an agent session (runtime id + the runtime's session ref). Replaces a current attachment, keeping it as superseded.",
-    inputSchema: { conversationId, runtimeId: z.string().min(1).max(128), sessionRef: z.string().min(1).max(1024) }
-  }, (args) =>
-    withConversation(args.conversationId, (id) =>
-      Effect.flatMap(AgentSessions, (s) => s.attach(id, { runtimeId: args.runtimeId, sessionRef: args.sessionRef })).pipe(
+    description: "Attach a conversation to an agent session: the runtime id and the session's id in that runtime (`sessionRef` is an alias of `sessionId`). " +
+      "Replaces a current attachment, keeping it as superseded.",
+    inputSchema: {
+      conversationId,
+      runtimeId: z.string().min(1).max(128),
+      sessionId: z.string().min(1).max(1024).optional().describe("The session's id in its runtime's own namespace."),
+      sessionRef: z.string().min(1).max(1024).optional().describe("Alias of sessionId (earlier name)."),
+      providerSessionId: z.string().min(1).max(1024).optional().describe("The provider's own session or thread id."),
+      host: z.string().min(1).max(255).optional().describe("The machine whose runtime owns the session."),
+      remoteUrl: z.string().min(1).max(2048).optional().describe("Where a human opens the session."),
+      metadata: z.record(z.string(), z.string()).optional().describe("Runtime-specific extras, strings only.")
+    }
+  }, ({ conversationId: raw, ...target }) =>
+    withConversation(raw, (id) =>
+      Effect.flatMap(AgentSessions, (s) => s.attach(id, target)).pipe(
         Effect.map((a) => ({ attachment: a.attachment, superseded: Option.getOrNull(a.superseded) }))
       )))
 
   server.registerTool("inspect_session", {
-    description: "Ask the runtime for the state of the conversation's attached session (running, idle, finished, unavailable, unknown) and recent output.",
+    description: "Ask the runtime for the state of the conversation's attached session. The answer is normalized: state is one of " +
+      "starting, running, idle, needs_input, needs_permission, completed, stale, dead, failed, unavailable, unknown; " +
+      "finalResponse only when the turn completed; error.code says why a session could not be asked (session_not_found, unknown_runtime, inspect_timeout ...).",
     inputSchema: { conversationId, timeoutMs }
   }, (args) => withConversation(args.conversationId, (id) => Effect.flatMap(AgentSessions, (s) => s.inspect(id, { timeoutMs: args.timeoutMs }))))
 
   server.registerTool("continue_session", {
-    description: "Send text into the conversation's attached session through the runtime's continue callback.",
-    inputSchema: { conversationId, text: z.string().min(1).max(1_000_000), timeoutMs }
+    description: "Hand the conversation's attached session a follow-up turn: the runtime's continue callback receives { prompt }. Answers the normalized status.",
+    inputSchema: { conversationId, prompt: z.string().min(1).max(1_000_000), timeoutMs }
   }, (args) =>
     withConversation(args.conversationId, (id) =>
-      Effect.flatMap(AgentSessions, (s) => s.continueTurn(id, { text: args.text }, { timeoutMs: args.timeoutMs }))))
+      Effect.flatMap(AgentSessions, (s) => s.continueTurn(id, { prompt: args.prompt }, { timeoutMs: args.timeoutMs }))))
 
   server.registerTool("detach_session", {
-    description: "Detach the conversation from its session (the runtime's detach callback runs if it has one; the record is kept as detached).",
-    inputSchema: { conversationId, timeoutMs }
-  }, (args) => withConversation(args.conversationId, (id) => Effect.flatMap(AgentSessions, (s) => s.detach(id, { timeoutMs: args.timeoutMs }))))
+    description: "Detach the conversation from its session (the record is kept as detached). The session is left running unless stopRuntime is true, " +
+      "which calls the runtime's detach callback with { reason }.",
+    inputSchema: {
+      conversationId,
+      reason: z.string().min(1).max(1000).optional(),
+      stopRuntime: z.boolean().optional().describe("Also stop the session in its runtime (default false)."),
+      timeoutMs
+    }
+  }, (args) =>
+    withConversation(args.conversationId, (id) =>
+      Effect.flatMap(AgentSessions, (s) => s.detach(id, { reason: args.reason, stopRuntime: args.stopRuntime }, { timeoutMs: args.timeoutMs }))))
 
   server.registerTool("attachment_history", {
     description: "Every attachment record of a conversation, oldest first: current, superseded and detached.",

@@ -1,89 +1,101 @@
-import { Either, Schema } from "effect"
+import { Either } from "effect"
+import type { AgentSessionState } from "../../domain/attachment.js"
 import { Problem } from "../../domain/errors.js"
-import { problemsOf } from "../../domain/problems.js"
 import { RuntimeDefinitionInvalid } from "./errors.js"
 
-/** Which session a callback addresses: the runtime, its provider, and the runtime's own reference. */
+/**
+ * Which session a callback addresses (ClawConnect's ref): the runtime, its provider, the
+ * session's id in the runtime's namespace, and what the attachment knows besides. Built from the
+ * attachment record; a callback gets its own frozen copy.
+ */
 export interface SessionRef {
-  readonly runtimeId: string
-  readonly provider: string
-  readonly sessionRef: string
+  readonly runtime: string
+  readonly provider?: string | undefined
+  readonly sessionId: string
+  readonly providerSessionId?: string | undefined
+  readonly host?: string | undefined
+  readonly remoteUrl?: string | undefined
+  /** Strings only. */
+  readonly metadata?: Readonly<Record<string, string>> | undefined
+  /** The last state anyone reported: context for the runtime, never authority. */
+  readonly lastKnownState?: AgentSessionState | undefined
 }
 
-/** Passed to every callback: `signal` is aborted when the deadline (`timeoutMs`) passes. */
+/** Passed to every callback: `now` for the whole call, `signal` aborted when the deadline passes. */
 export interface CallOptions {
+  readonly now: number
   readonly signal: AbortSignal
-  readonly timeoutMs: number
+  readonly timeoutMs?: number
 }
 
-/** What `continue` is asked to do: deliver `text` into the session (for a delegated turn, `turnId` names it). */
 export interface ContinueRequest {
-  readonly text: string
-  readonly turnId?: number | undefined
+  readonly prompt?: string | undefined
+}
+
+export interface DetachRequest {
+  readonly reason?: string | undefined
 }
 
 /**
- * What a host module registers. Each callback addresses ONE already-known session and may return
- * a value or a promise of `{ state, code?, detail?, output? }`; `detach` may also return nothing.
+ * What a host module registers. Each callback addresses ONE already-known session and answers
+ * (a value or a promise) a loose observation, or null/undefined for "no such session".
  */
 export interface AgentSessionRuntimeDefinition {
   readonly id: string
-  readonly provider: string
+  readonly provider?: string
   readonly inspect: (ref: SessionRef, opts: CallOptions) => unknown
   readonly continue?: (ref: SessionRef, request: ContinueRequest, opts: CallOptions) => unknown
-  readonly detach?: (ref: SessionRef, opts: CallOptions) => unknown
+  readonly detach?: (ref: SessionRef, request: DetachRequest, opts: CallOptions) => unknown
 }
 
-/** Derived from which callbacks were supplied. */
+/** Derived from which callbacks are functions, never declared. */
 export interface Capabilities {
-  readonly inspect: true
+  readonly inspect: boolean
   readonly continue: boolean
   readonly detach: boolean
 }
 
-export type Operation = "inspect" | "continue" | "detach"
+export type Operation = keyof Capabilities
 
-export interface RegisteredRuntime {
+/** What `register` returns: the runtime as the registry holds it. */
+export interface RuntimeSummary {
   readonly id: string
+  /** "" when the module named none. */
   readonly provider: string
   readonly capabilities: Capabilities
-  readonly definition: AgentSessionRuntimeDefinition
 }
 
-const Fn = Schema.declare((u: unknown): u is (...args: Array<unknown>) => unknown => typeof u === "function", {
-  identifier: "Function",
-  description: "a function"
-})
+export interface RegisteredRuntime extends RuntimeSummary {
+  readonly callbacks: Readonly<Record<Operation, ((...args: Array<unknown>) => unknown) | undefined>>
+}
 
-const Definition = Schema.Struct({
-  id: Schema.String.pipe(
-    Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, {
-      message: () => "must be 1-128 characters of letters, digits, '.', '_', ':' or '-', starting with a letter or digit"
-    })
-  ),
-  provider: Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(128)),
-  inspect: Fn,
-  continue: Schema.optional(Fn),
-  detach: Schema.optional(Fn)
-})
+/** ClawConnect's runtime id: a letter or digit, then up to 63 of letters, digits, `.`, `_`, `-`. */
+export const RUNTIME_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 
-/** Checks a registration from a module (untrusted shape, trusted operator code). */
-export const decodeDefinition = (input: unknown): Either.Either<RegisteredRuntime, RuntimeDefinitionInvalid> => {
-  if (typeof input !== "object" || input === null) {
-    return Either.left(new RuntimeDefinitionInvalid({ runtimeId: null, problems: [Problem.make({ path: "", reason: "expected an object" })] }))
+// Bound to the registered object: a module may write its callbacks as methods using `this`.
+const fn = (v: unknown, self: object) => (typeof v === "function" ? (v as (...args: Array<unknown>) => unknown).bind(self) : undefined)
+
+/**
+ * Reads a registration from a module (trusted operator code of untrusted shape). Refused only for
+ * a malformed id, as in ClawConnect; a missing callback is a missing capability, not an error.
+ */
+export const readDefinition = (input: unknown): Either.Either<RegisteredRuntime, RuntimeDefinitionInvalid> => {
+  const id = typeof input === "object" && input !== null ? (input as { id?: unknown }).id : undefined
+  if (typeof id !== "string" || !RUNTIME_ID.test(id)) {
+    const reason = typeof input !== "object" || input === null
+      ? "expected an object { id, provider, inspect, continue?, detach? }"
+      : "must be 1-64 characters of letters, digits, '.', '_' or '-', starting with a letter or digit"
+    return Either.left(new RuntimeDefinitionInvalid({
+      runtimeId: typeof id === "string" ? id.slice(0, 80) : null,
+      problems: [Problem.make({ path: typeof input === "object" && input !== null ? "id" : "", reason })]
+    }))
   }
-  const decoded = Schema.decodeUnknownEither(Definition)(input, { errors: "all" })
-  if (Either.isLeft(decoded)) {
-    const id = (input as { id?: unknown }).id
-    // An optional member fails as both "not a function" and "not undefined": one problem per path.
-    const problems = problemsOf(decoded.left).filter((p, i, all) => all.findIndex((q) => q.path === p.path) === i)
-    return Either.left(new RuntimeDefinitionInvalid({ runtimeId: typeof id === "string" ? id : null, problems }))
-  }
-  const def = input as AgentSessionRuntimeDefinition
+  const def = input as Record<string, unknown>
+  const callbacks = { inspect: fn(def.inspect, def), continue: fn(def.continue, def), detach: fn(def.detach, def) }
   return Either.right({
-    id: decoded.right.id,
-    provider: decoded.right.provider,
-    capabilities: { inspect: true, continue: typeof def.continue === "function", detach: typeof def.detach === "function" },
-    definition: def
+    id,
+    provider: typeof def.provider === "string" ? def.provider : "",
+    capabilities: { inspect: callbacks.inspect !== undefined, continue: callbacks.continue !== undefined, detach: callbacks.detach !== undefined },
+    callbacks
   })
 }

@@ -1,10 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FastCheck as fc } from "effect"
-import { AgentSessionStatus } from "../../../src/domain/attachment.js"
 import { ConversationId } from "../../../src/domain/ids.js"
 import { AgentSessions } from "../../../src/runtimes/agent-session/AgentSessions.js"
 import { NotAttached } from "../../../src/runtimes/agent-session/errors.js"
-import { fakeRuntime, sessionsOn, storeKinds } from "./support.js"
+import { fakeRuntime, sessionsOn, statusOf, storeKinds } from "./support.js"
 
 const conversations = ["terminal:a", "terminal:b", "matrix:c"].map((c) => ConversationId.make(c))
 const conversation = fc.nat({ max: conversations.length - 1 })
@@ -12,14 +11,14 @@ const conversation = fc.nat({ max: conversations.length - 1 })
 type Op =
   | { readonly op: "attach"; readonly c: number; readonly session: string }
   | { readonly op: "detach"; readonly c: number }
-  | { readonly op: "observe"; readonly c: number; readonly state: "running" | "idle" | "finished" }
+  | { readonly op: "observe"; readonly c: number; readonly state: "running" | "idle" | "completed" }
   | { readonly op: "stale"; readonly c: number }
   | { readonly op: "restart" }
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ op: fc.constant("attach" as const), c: conversation, session: fc.constantFrom("s1", "s2", "s3") }),
   fc.record({ op: fc.constant("detach" as const), c: conversation }),
-  fc.record({ op: fc.constant("observe" as const), c: conversation, state: fc.constantFrom("running" as const, "idle" as const, "finished" as const) }),
+  fc.record({ op: fc.constant("observe" as const), c: conversation, state: fc.constantFrom("running" as const, "idle" as const, "completed" as const) }),
   fc.record({ op: fc.constant("stale" as const), c: conversation }),
   fc.constant({ op: "restart" as const })
 )
@@ -54,7 +53,7 @@ describe("attachment lineage and observation tokens (property)", () => {
               const id = conversations[step.c]!
               switch (step.op) {
                 case "attach": {
-                  yield* sessions.attach(id, { runtimeId: "fake", sessionRef: step.session })
+                  yield* sessions.attach(id, { runtimeId: "fake", sessionId: step.session })
                   attached.add(step.c)
                   break
                 }
@@ -86,8 +85,8 @@ describe("attachment lineage and observation tokens (property)", () => {
                   const older = yield* sessions.nextObservationToken
                   const newer = yield* sessions.nextObservationToken
                   assert.isAbove(older, highest)
-                  assert.isTrue(yield* sessions.applyStatus(current.value.id, newer, AgentSessionStatus.make({ state: "idle" })))
-                  assert.isFalse(yield* sessions.applyStatus(current.value.id, older, AgentSessionStatus.make({ state: "running" })))
+                  assert.isTrue(yield* sessions.applyStatus(current.value.id, newer, statusOf("idle")))
+                  assert.isFalse(yield* sessions.applyStatus(current.value.id, older, statusOf("running")))
                   highest = newer
                   break
                 }

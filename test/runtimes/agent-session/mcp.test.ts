@@ -93,14 +93,14 @@ describe.skipIf(skip)("pynchy mcp, driven by the SDK client as a subprocess", ()
       assert.deepStrictEqual(recent.turns, [])
       assert.deepStrictEqual(recent.replies, [])
 
-      const attached = await first.call("attach_session", { conversationId: conversation, runtimeId: "local-tmux", sessionRef: "work" })
+      const attached = await first.call("attach_session", { conversationId: conversation, runtimeId: "local-tmux", sessionId: "work" })
       assert.isFalse(attached.isError, attached.text)
       assert.strictEqual(attached.value.attachment.provider, "tmux")
       const inspected = (await first.call("inspect_session", { conversationId: conversation })).value
       assert.strictEqual(inspected.status.state, "idle")
       assert.isTrue(inspected.applied)
-      const continued = (await first.call("continue_session", { conversationId: conversation, text: "echo mcp-$((40+2))" })).value
-      assert.match(continued.output, /^mcp-42$/m)
+      const continued = (await first.call("continue_session", { conversationId: conversation, prompt: "echo mcp-$((40+2))" })).value
+      assert.match(continued.finalResponse, /^mcp-42$/m)
 
       // Typed refusals come back as tool errors naming the problem.
       const unknownRuntime = await first.call("attach_session", { conversationId: conversation, runtimeId: "nope", sessionRef: "x" })
@@ -120,7 +120,7 @@ describe.skipIf(skip)("pynchy mcp, driven by the SDK client as a subprocess", ()
       const again = (await second.call("inspect_session", { conversationId: conversation })).value
       assert.isTrue(again.applied)
       assert.isAbove(again.token, inspected.token + 1)
-      assert.strictEqual(again.attachment.sessionRef, "work")
+      assert.strictEqual(again.attachment.sessionId, "work")
       await second.client.close()
 
       // Third process, no runtime module: the attachment reads back as unknown_runtime, not an error.
@@ -128,7 +128,7 @@ describe.skipIf(skip)("pynchy mcp, driven by the SDK client as a subprocess", ()
       assert.deepStrictEqual((await third.call("list_runtimes")).value, [])
       const unknown = await third.call("inspect_session", { conversationId: conversation })
       assert.isFalse(unknown.isError, unknown.text)
-      assert.deepStrictEqual([unknown.value.status.state, unknown.value.status.code], ["unknown", "unknown_runtime"])
+      assert.deepStrictEqual([unknown.value.status.state, unknown.value.status.error.code], ["unavailable", "unknown_runtime"])
       const detached = (await third.call("detach_session", { conversationId: conversation })).value
       assert.strictEqual(detached.attachment.state, "detached")
       const history = (await third.call("attachment_history", { conversationId: conversation })).value
@@ -136,4 +136,63 @@ describe.skipIf(skip)("pynchy mcp, driven by the SDK client as a subprocess", ()
       await third.client.close()
       assert.isTrue(tmux.hasSession("work"))
     }), 180_000)
+})
+
+describe("pynchy mcp with a ClawConnect runtime module (CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES)", () => {
+  const home = tempDir("pynchy-mcp-cc-")
+  const dataDir = path.join(home, "data")
+  const sessionsFile = path.join(home, "sessions.json")
+  beforeAll(async () => {
+    fs.mkdirSync(dataDir, { recursive: true })
+    await seedDatabase(dataDir)
+    fs.writeFileSync(sessionsFile, JSON.stringify({
+      finished: { state: "completed", alive: false, finalResponse: "all done: 42", lastEventAt: "2026-12-01T10:00:00.000Z" },
+      asking: { state: "needs_input", alive: true, latestResponse: "Which branch?" },
+      odd: { state: "hibernating" },
+      working: { alive: true }
+    }))
+  })
+
+  it.live("completed shows its final response, needs_input is needs_input, null is session_not_found, an unknown state is unknown, continue hands { prompt }", () =>
+    Effect.promise(async () => {
+      const env: Record<string, string> = {
+        ...cleanEnv(),
+        PYNCHY_DATA_DIR: dataDir,
+        PYNCHY_ATTACHMENT_STORE_DIR: path.join(home, "attachments"),
+        CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES: path.resolve(import.meta.dirname, "fixtures/clawconnect-runtime.mjs"),
+        CLAWCONNECT_FIXTURE_SESSIONS: sessionsFile
+      }
+      const client = new Client({ name: "pynchy-test", version: "1.0.0" })
+      await client.connect(new StdioClientTransport({ ...SERVER, cwd: home, env, stderr: "ignore" }))
+      const call = async (name: string, args: Record<string, unknown> = {}) => {
+        const result = await client.callTool({ name, arguments: args })
+        const text = (result.content as Array<{ type: string; text: string }>)[0]!.text
+        assert.isFalse(result.isError === true, text)
+        return JSON.parse(text)
+      }
+      const statusOf = async (sessionId: string) => {
+        await call("attach_session", { conversationId: conversation, runtimeId: "fixture-runtime", sessionId })
+        return (await call("inspect_session", { conversationId: conversation })).status
+      }
+      try {
+        assert.deepStrictEqual((await call("list_runtimes")).map((r: { id: string }) => r.id), ["fixture-runtime"])
+        const finished = await statusOf("finished")
+        assert.deepStrictEqual([finished.state, finished.finalResponse, finished.lastEventAt], ["completed", "all done: 42", Date.parse("2026-12-01T10:00:00.000Z")])
+        const asking = await statusOf("asking")
+        assert.deepStrictEqual([asking.state, asking.latestResponse, asking.finalResponse], ["needs_input", "Which branch?", undefined])
+        const gone = await statusOf("not-there")
+        assert.deepStrictEqual([gone.state, gone.error.code], ["unavailable", "session_not_found"])
+        assert.strictEqual((await statusOf("odd")).state, "unknown")
+        assert.deepStrictEqual([(await statusOf("working")).state, (await statusOf("working")).alive], ["unknown", true])
+        // The earlier name of the field still attaches.
+        const aliased = await call("attach_session", { conversationId: conversation, runtimeId: "fixture-runtime", sessionRef: "finished" })
+        assert.strictEqual(aliased.attachment.sessionId, "finished")
+        const continued = await call("continue_session", { conversationId: conversation, prompt: "carry on please" })
+        assert.strictEqual(continued.state, "completed")
+        const requests = fs.readFileSync(`${sessionsFile}.requests.jsonl`, "utf8").trim().split("\n").map((l) => JSON.parse(l))
+        assert.deepStrictEqual(requests, [{ sessionId: "finished", request: { prompt: "carry on please" } }])
+      } finally {
+        await client.close()
+      }
+    }), 120_000)
 })

@@ -2,18 +2,17 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { AgentSessionStatus } from "../../../src/domain/attachment.js"
 import { ConversationId } from "../../../src/domain/ids.js"
 import { AttachmentStore } from "../../../src/runtimes/agent-session/AttachmentStore.js"
 import { AttachmentStoreUnreadable } from "../../../src/runtimes/agent-session/errors.js"
 import { tempDir } from "../../support/db.js"
-import { storeKinds } from "./support.js"
+import { statusOf, storeKinds } from "./support.js"
 
 const a = ConversationId.make("terminal:a")
 const b = ConversationId.make("terminal:b")
-const target = (conversationId: ConversationId, sessionRef: string, now = 1) => ({ conversationId, runtimeId: "rt", provider: "p", sessionRef, now })
-const running = AgentSessionStatus.make({ state: "running" })
-const idle = AgentSessionStatus.make({ state: "idle", output: "done" })
+const target = (conversationId: ConversationId, sessionId: string, now = 1) => ({ conversationId, runtimeId: "rt", provider: "p", sessionId, now })
+const running = statusOf("running")
+const idle = statusOf("idle", { finalResponse: "done" })
 
 describe.each(storeKinds)("AttachmentStore on $name", ({ location, durable }) => {
   it.effect("attach, replace (lineage kept) and detach; one current per conversation", () =>
@@ -27,10 +26,10 @@ describe.each(storeKinds)("AttachmentStore on $name", ({ location, durable }) =>
       const second = yield* store.attach(target(a, "s2", 20))
       assert.strictEqual(second.attachment.replaces, first.attachment.id)
       assert.strictEqual(Option.getOrThrow(second.superseded).state, "superseded")
-      assert.strictEqual(Option.getOrThrow(yield* store.current(a)).sessionRef, "s2")
+      assert.strictEqual(Option.getOrThrow(yield* store.current(a)).sessionId, "s2")
       const history = yield* store.history(a)
-      assert.deepStrictEqual(history.map((r) => [r.sessionRef, r.state]), [["s1", "superseded"], ["s2", "current"]])
-      assert.deepStrictEqual((yield* store.currents).map((r) => r.sessionRef).sort(), ["s2", "s9"])
+      assert.deepStrictEqual(history.map((r) => [r.sessionId, r.state]), [["s1", "superseded"], ["s2", "current"]])
+      assert.deepStrictEqual((yield* store.currents).map((r) => r.sessionId).sort(), ["s2", "s9"])
       const detached = yield* store.detach(a, 30)
       assert.strictEqual(Option.getOrThrow(detached).state, "detached")
       assert.isTrue(Option.isNone(yield* store.current(a)))
@@ -71,7 +70,7 @@ describe.each(storeKinds)("AttachmentStore on $name", ({ location, durable }) =>
           const store = yield* AttachmentStore
           assert.strictEqual(yield* store.maxObservationToken, 7)
           const history = yield* store.history(a)
-          assert.deepStrictEqual(history.map((r) => [r.sessionRef, r.state, r.observationToken]), [["s1", "superseded", 7], ["s2", "current", 0]])
+          assert.deepStrictEqual(history.map((r) => [r.sessionId, r.state, r.observationToken]), [["s1", "superseded", 7], ["s2", "current", 0]])
           assert.deepStrictEqual(history[0]!.lastStatus, idle)
           assert.strictEqual(history[1]!.replaces, history[0]!.id)
           // Ids keep counting after a reload.
@@ -94,13 +93,27 @@ describe("directory store files", () => {
       assert.deepStrictEqual(fs.readdirSync(dir), ["helper.attachments.json"])
       const file = path.join(dir, "helper.attachments.json")
       const content = JSON.parse(fs.readFileSync(file, "utf8"))
-      assert.strictEqual(content.version, 1)
-      assert.strictEqual(content.attachments[0].sessionRef, "s1")
+      assert.strictEqual(content.version, 2)
+      assert.strictEqual(content.attachments[0].sessionId, "s1")
       fs.writeFileSync(file, "{ not json")
       const broken = yield* Effect.flip(Effect.provide(AttachmentStore, AttachmentStore.layerDirectory({ dir, agentId: "helper" })))
       assert.instanceOf(broken, AttachmentStoreUnreadable)
       assert.strictEqual(broken.file, file)
       const badId = yield* Effect.flip(Effect.provide(AttachmentStore, AttachmentStore.layerDirectory({ dir, agentId: "../escape" })))
       assert.instanceOf(badId, AttachmentStoreUnreadable)
+    }))
+
+  it.effect("a version 1 file (session named sessionRef, statuses in the old words) reads back: ids and tokens kept, statuses dropped", () =>
+    Effect.gen(function* () {
+      const dir = tempDir("pynchy-att-")
+      const record = {
+        id: 1, conversationId: "terminal:a", runtimeId: "rt", provider: "p", sessionRef: "work", state: "current", replaces: null,
+        observationToken: 5, lastStatus: { state: "finished", output: "old" }, createdAt: 1, updatedAt: 2
+      }
+      fs.writeFileSync(path.join(dir, "old.attachments.json"), JSON.stringify({ version: 1, attachments: [record] }))
+      const store = yield* Effect.provide(AttachmentStore, AttachmentStore.layerDirectory({ dir, agentId: "old" }))
+      const current = Option.getOrThrow(yield* store.current(a))
+      assert.deepStrictEqual([current.sessionId, current.observationToken, current.lastStatus, current.metadata], ["work", 5, null, null])
+      assert.strictEqual(yield* store.maxObservationToken, 5)
     }))
 })

@@ -1,6 +1,6 @@
 import { Effect, Layer } from "effect"
 import * as path from "node:path"
-import type { AgentSessionState } from "../../../src/domain/attachment.js"
+import { AgentSessionStatus, type AgentSessionState } from "../../../src/domain/attachment.js"
 import * as Database from "../../../src/db/Database.js"
 import { AgentSessionRuntimeRegistry } from "../../../src/runtimes/agent-session/AgentSessionRuntimeRegistry.js"
 import { AgentSessions } from "../../../src/runtimes/agent-session/AgentSessions.js"
@@ -47,16 +47,20 @@ export const storeKinds: ReadonlyArray<StoreKind> = [
 export const sessionsOn = <E>(store: Layer.Layer<AttachmentStore, E>) =>
   AgentSessions.layer.pipe(Layer.provideMerge(Layer.merge(store, AgentSessionRuntimeRegistry.layer)))
 
-/** A fake runtime whose sessions report what the test sets; unknown refs report `unknown`. */
+/** A status as the registry would make it, for store and CAS tests. */
+export const statusOf = (state: AgentSessionState, extra: Partial<ConstructorParameters<typeof AgentSessionStatus>[0]> = {}) =>
+  AgentSessionStatus.make({ runtime: "rt", sessionId: "s1", state, reconciledAt: 1, ...extra })
+
+/** An in-process runtime in ClawConnect's style: sessions report what the test sets; unknown ids answer null. */
 export const fakeRuntime = (id = "fake", provider = "test") => {
   const states = new Map<string, AgentSessionState>()
   const definition = {
     id,
     provider,
-    inspect: (ref: SessionRef) => ({ state: states.get(ref.sessionRef) ?? "unknown", code: states.has(ref.sessionRef) ? undefined : "session_not_found" }),
-    continue: (ref: SessionRef, request: { text: string }) =>
-      states.has(ref.sessionRef) ? { state: "idle", output: `reply to ${request.text}` } : { state: "unknown", code: "session_not_found" },
-    detach: () => undefined
+    inspect: (ref: SessionRef) => (states.has(ref.sessionId) ? { state: states.get(ref.sessionId) } : null),
+    continue: (ref: SessionRef, request: { prompt?: string }) =>
+      states.has(ref.sessionId) ? { state: "idle", finalResponse: `reply to ${request.prompt}` } : null,
+    detach: () => ({ state: "dead", termination: { reason: "cancelled" } })
   }
   const register = Effect.flatMap(AgentSessionRuntimeRegistry, (r) => r.register(definition))
   return { states, definition, register }
