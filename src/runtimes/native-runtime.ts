@@ -9,7 +9,7 @@
  * logger and tracer apply, and a defect is logged rather than swallowed.
  */
 import type * as HttpClient from "@effect/platform/HttpClient"
-import { Effect, type Scope } from "effect"
+import { Data, Effect, type Scope } from "effect"
 import type { DeliveryStore } from "../db/DeliveryStore.js"
 import type { Channel } from "../pipeline/channel-contract.js"
 import type { ConnectionRuntime, ConnectionRuntimeContext, IngestMessageInput, IngestResult } from "./connection-runtime-contract.js"
@@ -60,7 +60,12 @@ export type AnyConnectionRuntime = ConnectionRuntime | NativeConnectionRuntime
 
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
-export class PromiseRuntimeFailed extends Error {}
+/** A plugin's Promise runtime rejected (or threw) in `start` or `close`; the reason is its message. */
+export class PromiseRuntimeFailed extends Data.TaggedError("PromiseRuntimeFailed")<{ readonly reason: string }> {
+  override get message() {
+    return this.reason
+  }
+}
 
 /**
  * A plugin's Promise runtime in the native shape. `close()` is registered before `start()` is
@@ -74,9 +79,9 @@ export const fromPromise = (runtime: ConnectionRuntime): NativeConnectionRuntime
     start: (context) =>
       Effect.gen(function* () {
         yield* Effect.addFinalizer(() =>
-          Effect.tryPromise({ try: () => runtime.close(), catch: (e) => new PromiseRuntimeFailed(describe(e)) }).pipe(Effect.orDie)
+          Effect.tryPromise({ try: () => runtime.close(), catch: (e) => new PromiseRuntimeFailed({ reason: describe(e) }) }).pipe(Effect.orDie)
         )
-        yield* Effect.tryPromise({ try: () => runtime.start(context.promise), catch: (e) => new PromiseRuntimeFailed(describe(e)) })
+        yield* Effect.tryPromise({ try: () => runtime.start(context.promise), catch: (e) => new PromiseRuntimeFailed({ reason: describe(e) }) })
       }),
     isReady: Effect.sync(() => {
       try {

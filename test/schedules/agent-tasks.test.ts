@@ -42,7 +42,7 @@ describe("tasks an agent creates (the tasks.* host actions)", () => {
       const ctx = yield* Layer.build(makeTestHost(config(tempDir())).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.None))))
       const sent: Array<string> = []
       const channel: Channel = { name: "test", idempotentResends: true, send: async (d) => void sent.push(`${d.conversationId} ${d.text}`) }
-      yield* Effect.flatMap(Channels, (c) => c.bind(channel)).pipe(Effect.provide(ctx))
+      yield* Effect.flatMap(Channels, (c) => c.bind(channel)).pipe(Effect.asVoid, Effect.provide(ctx))
       const ingest = yield* Effect.provide(Ingest, ctx)
       for (const place of ["room", "elsewhere", "locked"]) yield* ingest.ingest({ connection: "test", place, providerEventId: place, sender: "u", text: "hi" })
       yield* spin(() => sent.length === 3, "first answers")

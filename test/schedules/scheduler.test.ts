@@ -39,7 +39,7 @@ const host = (dir: string, workspace: Record<string, unknown>, sent: Array<strin
   Effect.gen(function* () {
     const ctx = yield* Layer.build(makeTestHost(configWith(dir, workspace), { executor: agent, databaseFile: path.join(dir, "pynchy.db") }).pipe(Layer.provide(quiet)))
     const channel: Channel = { name: "test", idempotentResends: true, send: async (d) => void sent.push(`${d.conversationId} ${d.text}`) }
-    yield* Effect.flatMap(Channels, (c) => c.bind(channel)).pipe(Effect.provide(ctx))
+    yield* Effect.flatMap(Channels, (c) => c.bind(channel)).pipe(Effect.asVoid, Effect.provide(ctx))
     return ctx
   })
 
