@@ -96,7 +96,7 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("turns throu
       assert.deepStrictEqual(sentLines(dir).map((l) => l.text), ["done: {\"text\":\"Hello, Ada!\"}"])
       // The upstream saw the key (added by the gateway), the tools, and the tool result.
       assert.strictEqual(upstream.hits[0]!.headers.authorization, `Bearer ${CANARY}`)
-      assert.deepStrictEqual(upstream.hits[0]!.body.tools.map((t: any) => t.function.name), [...SANDBOX_TOOLS, "hello__greet"])
+      assert.deepStrictEqual(upstream.hits[0]!.body.tools.map((t: any) => t.function.name), [...SANDBOX_TOOLS, "hello__greet", "tasks__schedule", "tasks__list", "tasks__cancel"])
       assert.strictEqual(upstream.hits[1]!.body.messages.at(-1).role, "tool")
       // Nothing the sandbox could see or wrote holds the key.
       const sid = turn.owner!.executor.slice("sandbox:".length)
@@ -130,7 +130,7 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("turns throu
       yield* awaitSettled(conv, 1).pipe(Effect.provide(ctx))
       assert.deepStrictEqual(sentLines(dir).map((l) => l.text), ["done: {\"text\":\"Hello, Cy!\"}"])
       assert.strictEqual(upstream.hits[0]!.path, "/v1/messages")
-      assert.deepStrictEqual(upstream.hits[0]!.body.tools.map((t: any) => t.name), [...SANDBOX_TOOLS, "hello__greet"])
+      assert.deepStrictEqual(upstream.hits[0]!.body.tools.map((t: any) => t.name), [...SANDBOX_TOOLS, "hello__greet", "tasks__schedule", "tasks__list", "tasks__cancel"])
     }))
 
   it.scopedLive("an action that is not enabled for the workspace is refused inside the turn", () =>
