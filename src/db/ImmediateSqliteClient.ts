@@ -187,6 +187,8 @@ export const make = (options: ImmediateSqliteClientConfig) =>
     const runSync = <A>(f: (db: SyncStatements) => A) =>
       Effect.try({ try: () => db.transaction(() => f(sync)).immediate(), catch: (cause) => failed(cause, "synchronous transaction failed") })
     const transactions = SqliteTransactions.of({
+      // Not an optional dependency: the probe @effect/sql's own withTransaction makes to tell
+      // whether this fiber is inside a transaction (then it already holds the connection).
       transaction: (f) =>
         Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
           Option.isSome(open) ? runSync(f) : semaphore.withPermits(1)(runSync(f)))
