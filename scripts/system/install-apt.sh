@@ -2,7 +2,8 @@
 # The Debian packages the tests use. Issues that need more add them to PACKAGES.
 set -euo pipefail
 # keyutils: the sandbox walls test plants a key in the host's session keyring (keyctl).
-PACKAGES=(bubblewrap tmux debootstrap git sqlite3 keyutils)
+# chromium (+ a font for readable screenshots): the Control UI test drives it with playwright-core.
+PACKAGES=(bubblewrap tmux debootstrap git sqlite3 keyutils chromium fonts-dejavu-core)
 missing=()
 for p in "${PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
