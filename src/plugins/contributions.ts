@@ -219,12 +219,18 @@ export interface Category<K extends HookName> {
 
 type Categories = { readonly [K in HookName]: Category<K> }
 
+/**
+ * Hooks whose contributions nothing in the host uses yet. A valid contribution to one is refused
+ * (`hook_not_supported`) rather than accepted and silently ignored; a hook leaves this set in the
+ * change that gives it a consumer.
+ */
+export const UNSUPPORTED_HOOKS: ReadonlySet<HookName> = new Set<HookName>(["speechSynthesizer", "tunnel", "mcpServerSpec", "workspaceSpec"])
+
 export const CATEGORIES: Categories = {
   agentCore: { hook: "agentCore", noun: "agent core", trust: "medium", check: objectWith(AgentCoreSchema) },
   serviceHandler: { hook: "serviceHandler", noun: "service handler", trust: "high", check: objectWith(ServiceHandlerSchema) },
   actionSpecs: {
     hook: "actionSpecs",
-   
     noun: "action spec",
     trust: "high",
     check: (input) => Either.map(decodeWith(ActionSpecSchema, input, "error"), (value) => ({ name: value.id, value }))
@@ -243,14 +249,12 @@ export const CATEGORIES: Categories = {
   observer: { hook: "observer", noun: "observer", trust: "high", check: objectWith(ObserverSchema) },
   mcpServerSpec: {
     hook: "mcpServerSpec",
-   
     noun: "MCP server",
     trust: "medium",
     check: checkMcpServer
   },
   workspaceSpec: {
     hook: "workspaceSpec",
-   
     noun: "workspace",
     trust: "medium",
     check: (input) => Either.map(decodeWith(WorkspaceSpecSchema, input, "error"), (value) => ({ name: value.id, value }))

@@ -15,7 +15,8 @@ export const sourceLabel = (source: PluginSource): string =>
  * What went wrong, as the user sees it: `invalid_plugin` (the export is not a plugin),
  * `load_failed` (import threw), `hook_failed` (a hook threw or rejected), `hook_timeout`,
  * `invalid_contribution` (it failed its Schema), `duplicate_name` (a name already taken in the
- * category), `duplicate_plugin` (two plugins share a name).
+ * category), `duplicate_plugin` (two plugins share a name), `hook_not_supported` (a valid
+ * contribution to a hook nothing in this host uses yet: refused, not ignored).
  */
 export const FaultCode = Schema.Literal(
   "invalid_plugin",
@@ -24,7 +25,8 @@ export const FaultCode = Schema.Literal(
   "hook_timeout",
   "invalid_contribution",
   "duplicate_name",
-  "duplicate_plugin"
+  "duplicate_plugin",
+  "hook_not_supported"
 )
 export type FaultCode = typeof FaultCode.Type
 

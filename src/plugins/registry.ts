@@ -7,7 +7,7 @@ import { PynchyConfig } from "../config/schema.js"
 import type { Channel } from "../pipeline/channel-contract.js"
 import type { AnyConnectionRuntime } from "../runtimes/native-runtime.js"
 import { invoke } from "./call-hook.js"
-import { CATEGORIES, type Checked, type ContributionTypes, type SkillFolder } from "./contributions.js"
+import { CATEGORIES, type Checked, type ContributionTypes, type SkillFolder, UNSUPPORTED_HOOKS } from "./contributions.js"
 import { HOOKS, type HookName, type PluginContext } from "./contract.js"
 import { PluginContributionsInvalid, PluginFault, type PluginSource, type SkippedPlugin } from "./errors.js"
 
@@ -160,7 +160,10 @@ const runPlugin = (plugin: Shaped, context: PluginContext, timeout: Duration.Dur
           Either.match((CATEGORIES[hook].check as (u: unknown) => Checked<unknown>)(item), {
             onLeft: (problems) =>
               faults.push(PluginFault.make({ plugin: plugin.name, hook, code: "invalid_contribution", problem: `${itemLabel(item, index)}: ${problems.join("; ")}` })),
-            onRight: ({ name, value }) => accepted.push({ hook, name, value })
+            onRight: ({ name, value }) =>
+              UNSUPPORTED_HOOKS.has(hook)
+                ? faults.push(PluginFault.make({ plugin: plugin.name, hook, code: "hook_not_supported", problem: `${CATEGORIES[hook].noun} '${name}': nothing in this host uses ${hook} contributions yet, so it is refused rather than ignored` }))
+                : accepted.push({ hook, name, value })
           })
         })
         return { accepted, faults }

@@ -9,7 +9,7 @@ import { PluginRegistry } from "../../src/plugins/PluginRegistry.js"
 import { hostPackageRoot } from "../../src/plugins/paths.js"
 import { EXAMPLE, hostConfig, inspectAt, pluginModule, tempProject, withEnv, writePackage } from "./support.js"
 
-const tunnel = (name: string) => `tunnel: () => ({ name: ${JSON.stringify(name)}, detect: () => false })`
+const channel = (name: string) => `createChannel: () => ({ name: ${JSON.stringify(name)}, idempotentResends: true, send: async () => {} })`
 
 /** The built-ins that need no optional package. */
 const ALWAYS_ON = BUILTINS.filter((b) => b.requires === undefined).map((b) => b.name)
@@ -53,8 +53,8 @@ describe("discovery", () => {
   it.effect("finds plain and scoped packages with a pynchy field (sorted), and ignores the rest", () =>
     Effect.gen(function* () {
       const root = tempProject()
-      writePackage(root, "zeta-plugin", { pynchy: { plugin: "./dist/p.js" } }, { "dist/p.js": pluginModule("zeta", tunnel("z")) })
-      writePackage(root, "@acme/pynchy-alpha", { pynchy: { plugin: "./p.js" } }, { "p.js": pluginModule("alpha", tunnel("a")) })
+      writePackage(root, "zeta-plugin", { pynchy: { plugin: "./dist/p.js" } }, { "dist/p.js": pluginModule("zeta", channel("z")) })
+      writePackage(root, "@acme/pynchy-alpha", { pynchy: { plugin: "./p.js" } }, { "p.js": pluginModule("alpha", channel("a")) })
       writePackage(root, "left-pad", { main: "index.js" }, { "index.js": "throw new Error('must not be imported')\n" })
       fs.mkdirSync(path.join(root, "node_modules", ".bin"), { recursive: true })
       const { faults, registry } = yield* inspectAt(root)
@@ -63,7 +63,7 @@ describe("discovery", () => {
         ["alpha", "@acme/pynchy-alpha@1.2.3"],
         ["zeta", "zeta-plugin@1.2.3"]
       ])
-      assert.deepStrictEqual(registry.tunnels.map((t) => `${t.plugin}:${t.name}`), ["alpha:a", "zeta:z"])
+      assert.deepStrictEqual(registry.channels.map((t) => `${t.plugin}:${t.name}`), ["alpha:a", "zeta:z"])
     }))
 
   it.effect("explicit modules: config paths relative to the config file, PYNCHY_PLUGINS (comma/newline), package names", () =>
@@ -71,7 +71,7 @@ describe("discovery", () => {
       const root = tempProject()
       const configDir = path.join(root, "conf")
       fs.mkdirSync(path.join(configDir, "plugins"), { recursive: true })
-      fs.writeFileSync(path.join(configDir, "plugins", "one.js"), pluginModule("one", tunnel("t1")))
+      fs.writeFileSync(path.join(configDir, "plugins", "one.js"), pluginModule("one", channel("t1")))
       fs.writeFileSync(path.join(configDir, "pynchy.yaml"), "plugins:\n  modules: [./plugins/one.js]\n")
       const two = path.join(root, "two.mjs")
       fs.writeFileSync(two, `export const plugin = { name: "two" }\n`)

@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, FastCheck as fc } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { UNSUPPORTED_HOOKS } from "../../src/plugins/contributions.js"
 import { HOOKS, type HookName } from "../../src/plugins/contract.js"
 import { buildRegistry, type Candidate } from "../../src/plugins/registry.js"
 import { tempDir } from "../support/db.js"
@@ -63,7 +64,9 @@ const realize = (plan: Plan) => {
           return make[h.hook].malformed(`n${counter++}`)
         }
         const name = effective === "duplicate" ? taken[pick % taken.length]! : `n${counter++}`
-        if (mode === "plain" || mode === "promise" || mode === "effect") {
+        const settles = mode === "plain" || mode === "promise" || mode === "effect"
+        if (settles && UNSUPPORTED_HOOKS.has(h.hook)) faults.push(`plugin-${p}|${h.hook}|hook_not_supported`)
+        else if (settles) {
           const key = `${h.hook}\u0000${name}`
           holders.set(key, [...(holders.get(key) ?? []), `plugin-${p}`])
         }

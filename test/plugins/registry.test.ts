@@ -15,7 +15,7 @@ const faultsOf = (plugins: ReadonlyArray<unknown>) =>
   collect(plugins.map((plugin) => ({ plugin, source: builtin }))).pipe(Effect.map((r) => r.faults))
 
 describe("buildRegistry", () => {
-  it.effect("accepts one valid contribution of every hook, each carrying its plugin and source", () =>
+  it.effect("accepts one valid contribution of every supported hook, each carrying its plugin and source", () =>
     Effect.gen(function* () {
       const skills = tempDir()
       const skill = skillFolder(skills, "folder-name", "name: greeting\ndescription: greets\ntier: community")
@@ -28,12 +28,8 @@ describe("buildRegistry", () => {
         skillPaths: () => [skill],
         createChannel: () => ({ name: "tty", idempotentResends: false, send: async () => {} }),
         connectionRuntime: () => [{ name: "rt", start: async () => {}, close: async () => {}, isReady: () => true }],
-        speechSynthesizer: () => ({ name: "espeak", synthesize: noop }),
         containerRuntime: () => Effect.succeed({ name: "bwrap", start: noop, kill: noop, isAlive: noop }),
-        tunnel: () => ({ name: "tailscale", detect: noop }),
-        observer: () => ({ name: "sqlite", onEvent: noop }),
-        mcpServerSpec: () => [{ name: "files", command: "node", args: ["s.js"] }, { name: "notes", script: "/srv/notes.js", env: { MODE: "ro" } }],
-        workspaceSpec: () => ({ id: "daily", instructions: "summarise", schedule: "0 8 * * *" })
+        observer: () => ({ name: "sqlite", onEvent: noop })
       })
       const registry = yield* buildRegistry([{ plugin: everything, source: builtin }])
       assert.deepStrictEqual(registry.plugins[0]?.contributions, {
@@ -43,21 +39,39 @@ describe("buildRegistry", () => {
         skillPaths: ["greeting"],
         createChannel: ["tty"],
         connectionRuntime: ["rt"],
-        speechSynthesizer: ["espeak"],
         containerRuntime: ["bwrap"],
-        tunnel: ["tailscale"],
-        observer: ["sqlite"],
-        mcpServerSpec: ["files", "notes"],
-        workspaceSpec: ["daily"]
+        observer: ["sqlite"]
       })
       assert.strictEqual(registry.skills[0]?.value.path, skill)
       assert.strictEqual(registry.skills[0]?.value.tier, "community")
-      assert.strictEqual(registry.workspaces[0]?.value.schedule, "0 8 * * *")
-      assert.strictEqual(registry.workspaces[0]?.value.sandbox.timeoutSeconds, 600) // decoded with defaults
       const channel = Option.getOrThrow(registry.find("createChannel", "tty"))
       assert.strictEqual(channel.plugin, "everything")
       assert.deepStrictEqual(channel.source, builtin)
       assert.isTrue(Option.isNone(registry.find("createChannel", "nope")))
+    }))
+
+  it.effect("refuses, by name, a valid contribution to a hook nothing in the host uses yet (hook_not_supported)", () =>
+    Effect.gen(function* () {
+      const faults = yield* faultsOf([{
+        name: "ahead",
+        speechSynthesizer: () => ({ name: "espeak", synthesize: noop }),
+        tunnel: () => ({ name: "tailscale", detect: noop }),
+        mcpServerSpec: () => [{ name: "files", command: "node", args: ["s.js"] }, { name: "notes", script: "/srv/notes.js", env: { MODE: "ro" } }],
+        workspaceSpec: () => ({ id: "daily", instructions: "summarise", schedule: "0 8 * * *" })
+      }])
+      assert.deepStrictEqual(faults.map((f) => [f.hook, f.code]), [
+        ["speechSynthesizer", "hook_not_supported"],
+        ["tunnel", "hook_not_supported"],
+        ["mcpServerSpec", "hook_not_supported"],
+        ["mcpServerSpec", "hook_not_supported"],
+        ["workspaceSpec", "hook_not_supported"]
+      ])
+      assert.include(faults[0]!.problem, "speech synthesizer 'espeak'")
+      assert.include(faults[3]!.problem, "MCP server 'notes'")
+      assert.include(faults[4]!.problem, "workspace 'daily': nothing in this host uses workspaceSpec contributions yet")
+      // A malformed one is still reported as malformed: what is wrong with it comes first.
+      const [malformed] = yield* faultsOf([{ name: "p", tunnel: () => ({ name: "" , detect: noop }) }])
+      assert.strictEqual(malformed?.code, "invalid_contribution")
     }))
 
   it.effect("keeps the author's object, so methods keep `this`", () =>
@@ -121,10 +135,11 @@ describe("buildRegistry", () => {
 
   it.effect("reports every problem of a malformed contribution, naming the item, without its values", () =>
     Effect.gen(function* () {
-      const [fault] = yield* faultsOf([
+      const faults = yield* faultsOf([
         { name: "p", mcpServerSpec: () => [{ name: "ok", command: "node" }, { name: "leaky", command: "node", env: { TOKEN: 12345, OTHER: "x" }, args: "sk-secret" }] }
       ])
-      assert.strictEqual(fault?.code, "invalid_contribution")
+      assert.deepStrictEqual(faults.map((f) => f.code), ["hook_not_supported", "invalid_contribution"])
+      const fault = faults[1]
       assert.include(fault!.problem, "item 1 'leaky'")
       assert.include(fault!.problem, "env.TOKEN: Expected string, got number")
       assert.include(fault!.problem, "args:")
@@ -152,7 +167,7 @@ describe("buildRegistry", () => {
     Effect.gen(function* () {
       const rt = (name: string) => ({ name, start: noop, close: noop, isReady: noop })
       const faults = yield* faultsOf([
-        { name: "a", connectionRuntime: () => [rt("matrix"), rt("solo")], tunnel: () => ({ name: "matrix", detect: noop }) },
+        { name: "a", connectionRuntime: () => [rt("matrix"), rt("solo")], createChannel: () => ({ name: "matrix", idempotentResends: true, send: noop }) },
         { name: "b", connectionRuntime: () => rt("matrix") },
         { name: "c", observer: () => [{ name: "twice", onEvent: noop }, { name: "twice", onEvent: noop }] }
       ])
