@@ -4,7 +4,7 @@
  * fails this test, so the README cannot promise a command nobody runs.
  */
 import { Effect } from "effect"
-import { spawn, spawnSync } from "node:child_process"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { assert, describe, it } from "vitest"
@@ -23,11 +23,19 @@ const readmeCommands = (): Array<string> => {
   return [...new Set([...indented, ...inline])]
 }
 
-/** Runs a README command line as a shell would, from the repo root; its exit code and output. */
-const sh = (line: string, env: Record<string, string> = {}) => {
-  const r = spawnSync("bash", ["-c", line], { cwd: REPO, env: { ...cleanEnv(), ...env }, encoding: "utf8", timeout: 120_000 })
-  return { code: r.status, out: `${r.stdout}${r.stderr}` }
-}
+/**
+ * Runs a README command line as a shell would, from the repo root; its exit code and output.
+ * Asynchronous: a synchronous spawn of a minute-long command blocks the test worker, which then
+ * misses vitest's RPC deadlines on a loaded machine.
+ */
+const sh = (line: string, env: Record<string, string> = {}) =>
+  new Promise<{ code: number | null; out: string }>((resolve) => {
+    const child = spawn("bash", ["-c", line], { cwd: REPO, env: { ...cleanEnv(), ...env }, timeout: 120_000 })
+    let out = ""
+    child.stdout.on("data", (d) => (out += d))
+    child.stderr.on("data", (d) => (out += d))
+    child.on("close", (code) => resolve({ code, out }))
+  })
 
 type How = { readonly run: () => void | Promise<void> } | { readonly in: string; readonly because: string }
 
@@ -65,30 +73,30 @@ const HOW: Record<string, How> = {
   "npm ci": { in: ".ci/run", because: "CI's install step" },
   "npm run bench": { in: "npm run bench -- plugins", because: "the same runner with a filter; every suite takes minutes, so CI runs one" },
   "npm run bench -- plugins": {
-    run: () => {
-      const r = sh("npm run bench -- plugins")
+    run: async () => {
+      const r = await sh("npm run bench -- plugins")
       assert.strictEqual(r.code, 0, r.out)
       assert.match(r.out, /plugins +plugins: discovery/)
     }
   },
   "npx tsx scripts/crash/driver.ts --kills 500 [--non-idempotent]": {
-    run: () => {
+    run: async () => {
       // The same drill with fewer kills (test/crash runs it at length).
-      const r = sh("npx tsx scripts/crash/driver.ts --kills 2")
+      const r = await sh("npx tsx scripts/crash/driver.ts --kills 2")
       assert.strictEqual(r.code, 0, r.out)
       assert.match(r.out, /"kills": \d+/)
     }
   },
   "npx pynchy ...": {
-    run: () => {
-      const r = sh("npx pynchy --version")
+    run: async () => {
+      const r = await sh("npx pynchy --version")
       assert.strictEqual(r.code, 0, r.out)
       assert.match(r.out, /\d+\.\d+\.\d+/)
     }
   },
   "npm run pynchy -- ...": {
-    run: () => {
-      const r = sh("npm run pynchy -- --version")
+    run: async () => {
+      const r = await sh("npm run pynchy -- --version")
       assert.strictEqual(r.code, 0, r.out)
       assert.match(r.out, /\d+\.\d+\.\d+/)
     }
