@@ -33,7 +33,7 @@ export default {
     handler: async (input) => input
   }),
   createChannel: () => ({ name: "bench-${i}", idempotentResends: true, send: async () => {} }),
-  mcpServerSpec: () => ({ name: "bench-${i}", command: "node", args: ["server.js"], env: { MODE: "ro" } }),
+  agentCore: () => ({ name: "bench-${i}", module: path.join(here, "core.mjs") }),
   actionSpecs: () => [{ id: "bench${i}.act", surfaces: ["chat"], evidence: [] }]
 }
 `
@@ -48,6 +48,7 @@ const writeProject = () => {
     fs.mkdirSync(path.join(dir, "skill"), { recursive: true })
     fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name: `pynchy-plugin-bench-${i}`, version: "1.0.0", type: "module", pynchy: { plugin: "./plugin.js" } }))
     fs.writeFileSync(path.join(dir, "plugin.js"), pluginSource(i))
+    fs.writeFileSync(path.join(dir, "core.mjs"), "export default async (ctx) => ctx.reply('bench')\n", { mode: 0o644 })
     fs.writeFileSync(path.join(dir, "skill", "SKILL.md"), `---\nname: bench-${i}\ndescription: a bench skill\ntier: community\n---\n# bench\n`)
     files.push(path.join(dir, "plugin.js"))
   }

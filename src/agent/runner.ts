@@ -8,10 +8,11 @@
 import * as Either from "effect/Either"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { pathToFileURL } from "node:url"
 import { decodeTurnSpec, type RunnerMessage, type TurnSpec } from "../protocol/ipc.js"
 import { systemPrompt } from "./context.js"
-import { coreNamed } from "./cores/index.js"
-import { CoreFailed, type OfferedTool, type ToolOutcome } from "./cores/types.js"
+import { builtinCoreRun } from "./cores/index.js"
+import { CoreFailed, type CoreRun, type OfferedTool, type ToolOutcome } from "./cores/types.js"
 import { makeGatewayClient } from "./gateway-client.js"
 import { connectIpc, type IpcClient } from "./ipc-client.js"
 import { takeSecretEnv } from "./scrub.js"
@@ -45,6 +46,26 @@ const readTurn = (): Either.Either<TurnSpec, string> => {
   return Either.mapLeft(decodeTurnSpec(raw), () => "the turn file does not match the turn schema")
 }
 
+/**
+ * The turn's core: one the bundle carries, or a plugin's module (mounted read-only where
+ * `PYNCHY_CORE_MODULE` says) whose default export is the core function. A string is why not.
+ */
+const loadCore = async (name: string): Promise<CoreRun | { readonly code: string; readonly reason: string }> => {
+  const builtin = builtinCoreRun(name)
+  if (builtin !== undefined) return builtin
+  const file = env.PYNCHY_CORE_MODULE
+  if (file === undefined || file === "") return { code: "unknown_agent_core", reason: `no agent core named '${name}' in the runner` }
+  let loaded: { readonly default?: unknown }
+  try {
+    loaded = await import(pathToFileURL(file).href)
+  } catch {
+    return { code: "agent_core_import_failed", reason: `the module of agent core '${name}' could not be imported` }
+  }
+  return typeof loaded.default === "function"
+    ? (loaded.default as CoreRun)
+    : { code: "invalid_agent_core", reason: `the module of agent core '${name}' has no default export function` }
+}
+
 const fail = (ipc: IpcClient, code: string, message: string, retryable: boolean) => {
   transcript({ kind: "error", code })
   ipc.send({ _tag: "error", code, message, fatal: true, retryable })
@@ -57,9 +78,9 @@ const main = async () => {
     fail(ipc, "invalid_turn", turn.left, false)
     return ipc.close()
   }
-  const core = coreNamed(turn.right.core)
-  if (core === undefined) {
-    fail(ipc, "unknown_agent_core", `no agent core named '${turn.right.core}' in the runner`, false)
+  const core = await loadCore(turn.right.core)
+  if (typeof core !== "function") {
+    fail(ipc, core.code, core.reason, false)
     return ipc.close()
   }
   if (!token.scrubbed) transcript({ kind: "note", note: "the turn token could not be blanked in /proc/self/environ" })
@@ -82,7 +103,7 @@ const main = async () => {
     return outcome
   }
   try {
-    await core.run({
+    await core({
       turn: turn.right,
       system: systemPrompt(turn.right, { skillsDir, workspaceDir }),
       tools,

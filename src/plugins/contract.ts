@@ -25,12 +25,29 @@ export type HookResult<A> =
   | PromiseLike<Contributed<A>>
   | Effect.Effect<Contributed<A>, unknown, never>
 
-/** An LLM framework the agent runner can use; runs in the container. */
-export interface AgentCore {
+/**
+ * An LLM framework the agent runner can use; it runs inside the sandbox. `module` is the absolute
+ * path of a self-contained ES module file (`.mjs`, or `.js` in a `"type": "module"` package) whose
+ * default export is `async (context) => void`, called with the core context the built-in cores get
+ * (docs/plugins/hooks.md). The runner imports it inside the sandbox, where it is mounted read-only,
+ * so it must not import sibling files: bundle it into one file. `api` is the gateway API it speaks
+ * (default `chat`; `none` for a core that needs no model).
+ */
+export interface ModuleAgentCore {
   readonly name: string
   readonly description?: string
-  run(...args: ReadonlyArray<any>): unknown
+  readonly module: string
+  readonly api?: "chat" | "messages" | "none"
 }
+
+/** A core the runner bundle carries (how the host's own agent-cores plugin names them). */
+export interface BuiltinAgentCore {
+  readonly name: string
+  readonly description?: string
+  readonly builtin: true
+}
+
+export type AgentCore = ModuleAgentCore | BuiltinAgentCore
 
 export type RiskTier = "low" | "medium" | "high"
 

@@ -8,6 +8,7 @@ import { ArrayFormatter } from "effect/ParseResult"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { parse as parseYaml } from "yaml"
+import { builtinCoreInfo } from "../protocol/agent-cores.js"
 import { Workspace } from "../domain/workspace.js"
 import type { Channel } from "../pipeline/channel-contract.js"
 import type { ConnectionRuntime } from "../runtimes/connection-runtime-contract.js"
@@ -33,7 +34,53 @@ export const Fn = Schema.declare((u: unknown): u is (...args: ReadonlyArray<any>
 const Name = Schema.NonEmptyTrimmedString
 const Strings = Schema.Array(Schema.String)
 
-export const AgentCoreSchema = Schema.Struct({ name: Name, description: Schema.optionalWith(Schema.String, { exact: true }), run: Fn })
+const CoreName = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, { message: () => "must be 1-64 letters, digits, '.', '_' or '-'" }))
+const ModuleCoreSchema = Schema.Struct({
+  name: CoreName,
+  description: Schema.optionalWith(Schema.String, { exact: true }),
+  module: Schema.String.pipe(Schema.filter((p) => path.isAbsolute(p) || "must be an absolute path")),
+  api: Schema.optionalWith(Schema.Literal("chat", "messages", "none"), { exact: true })
+})
+const BuiltinCoreSchema = Schema.Struct({ name: CoreName, description: Schema.optionalWith(Schema.String, { exact: true }), builtin: Schema.Literal(true) })
+
+/**
+ * Why the sandbox could not mount and import a core's module, or none: it must be a readable
+ * regular file (after links) with an ES module's extension, readable by the sandbox's user.
+ */
+export const unmountableCoreModule = (file: string): string | undefined => {
+  if (!/\.(mjs|js)$/.test(file)) return "is not an ES module file (.mjs or .js)"
+  let stat: fs.Stats
+  try {
+    stat = fs.statSync(file)
+  } catch {
+    return "does not exist"
+  }
+  if (!stat.isFile()) return "is not a regular file"
+  if ((stat.mode & 0o004) === 0) return "is not readable by others (the sandbox runs as its own user): chmod o+r"
+  try {
+    fs.accessSync(file, fs.constants.R_OK)
+  } catch {
+    return "is not readable"
+  }
+  return undefined
+}
+
+// The branch is picked by its key; a core the host cannot mount is refused now, not at its first turn.
+const checkAgentCore = (input: unknown): Checked<AgentCore> => {
+  const has = (key: string) => input !== null && typeof input === "object" && key in input
+  if (has("run") && !has("module")) {
+    return Either.left(["run: a core runs inside the sandbox, not on the host: give `module`, the absolute path of an ES module whose default export is `async (context) => void`"])
+  }
+  const builtin = has("builtin")
+  const decoded: Either.Either<AgentCore, Array<string>> = builtin ? decodeWith(BuiltinCoreSchema, input, "error") : decodeWith(ModuleCoreSchema, input, "error")
+  return Either.flatMap(decoded, (core): Checked<AgentCore> => {
+    if ("builtin" in core) {
+      return builtinCoreInfo(core.name) === undefined ? Either.left([`name: the runner carries no built-in core named '${core.name}'`]) : Either.right({ name: core.name, value: core })
+    }
+    const problem = unmountableCoreModule(core.module)
+    return problem === undefined ? Either.right({ name: core.name, value: core }) : Either.left([`module: ${core.module} ${problem}`])
+  })
+}
 
 export const ServiceHandlerSchema = Schema.Struct({
   name: Schema.String.pipe(
@@ -227,7 +274,7 @@ type Categories = { readonly [K in HookName]: Category<K> }
 export const UNSUPPORTED_HOOKS: ReadonlySet<HookName> = new Set<HookName>(["speechSynthesizer", "tunnel", "mcpServerSpec", "workspaceSpec"])
 
 export const CATEGORIES: Categories = {
-  agentCore: { hook: "agentCore", noun: "agent core", trust: "medium", check: objectWith(AgentCoreSchema) },
+  agentCore: { hook: "agentCore", noun: "agent core", trust: "medium", check: checkAgentCore },
   serviceHandler: { hook: "serviceHandler", noun: "service handler", trust: "high", check: objectWith(ServiceHandlerSchema) },
   actionSpecs: {
     hook: "actionSpecs",

@@ -13,7 +13,7 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { BUILTIN_CORES } from "../agent/cores/index.js"
+import { builtinCoreInfo } from "../protocol/agent-cores.js"
 import { HostActions } from "../actions/HostActions.js"
 import { HostConfig } from "../config/HostConfig.js"
 import { ExecutorId } from "../domain/ids.js"
@@ -76,7 +76,13 @@ export const make = (options: SandboxExecutor.Options = {}) =>
     const actions = yield* HostActions
     const runtimes = options.runtimes ?? registry.containerRuntimes.map((c) => c.value as SandboxRuntime)
     const runnerPath = options.runnerPath ?? path.join(hostPackageRoot(), "dist", "runner.mjs")
-    const knownCores = new Set(registry.agentCores.map((c) => c.name))
+    /** What the turn needs of a core: its gateway API and, for a plugin's core, its module (real path: the launcher opens mounts without following links). */
+    const resolveCore = (name: string): { readonly api: "chat" | "messages" | "none"; readonly module?: string } | undefined => {
+      const core = registry.agentCores.find((c) => c.name === name)?.value
+      if (core === undefined) return undefined
+      if ("builtin" in core) return builtinCoreInfo(name)
+      return { api: core.api ?? "chat", module: fs.realpathSync(core.module) }
+    }
     const providers = host.config.providers
     const dataDir = host.dataDir
 
@@ -102,8 +108,8 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       const w = input.workspace
       const runtime = yield* chooseRuntime(w.sandbox.runtime ?? host.config.containerRuntime, runtimes)
       const core = coreFor(w)
-      const entry = BUILTIN_CORES.find((c) => c.name === core)
-      if (entry === undefined || !knownCores.has(core)) return yield* failed("unknown_agent_core", `no agent core named '${core}'`, false)
+      const entry = yield* Effect.try({ try: () => resolveCore(core), catch: () => failed("agent_core_missing", `the module of agent core '${core}' is gone`, false) })
+      if (entry === undefined) return yield* failed("unknown_agent_core", `no agent core named '${core}'`, false)
       if (!fs.existsSync(runnerPath)) return yield* failed("runner_missing", "the runner bundle is missing (npm run build)", false)
 
       const sessionDir = sessionDirOf(dataDir, sid)
@@ -164,6 +170,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         ipcSocket,
         gatewaySocket: Option.isSome(token) ? gateway.socketPath : null,
         entry: runnerPath,
+        coreModule: entry.module,
         env: Option.match(token, { onNone: () => ({}), onSome: (t) => ({ PYNCHY_TURN_TOKEN: Redacted.value(t.token) }) }),
         memoryMb: w.sandbox.memoryMb,
         maxProcesses: w.sandbox.maxProcesses

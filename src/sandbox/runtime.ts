@@ -29,6 +29,8 @@ export interface SandboxSpec {
   readonly gatewaySocket: string | null
   /** The script node runs (the bundled runner, or a test probe); mounted read-only. */
   readonly entry: string
+  /** A plugin's agent core module (host path), mounted read-only at `PYNCHY_CORE_MODULE`. */
+  readonly coreModule?: string | undefined
   /** The only variables the runner gets besides PATH, HOME and the PYNCHY_* paths. */
   readonly env: Readonly<Record<string, string>>
   readonly memoryMb?: number | undefined
@@ -80,14 +82,20 @@ export const SANDBOX_PATHS: RunnerPaths = {
 }
 
 export const ENTRY_INSIDE = "/opt/pynchy/runner.mjs"
+/** Where bwrap and docker mount a plugin core's module (`.mjs`: imported as an ES module). */
+export const CORE_INSIDE = "/opt/pynchy/core.mjs"
 
-/** The environment a runner starts with: nothing inherited. */
-export const runnerEnv = (spec: SandboxSpec, paths: RunnerPaths, home: string): Record<string, string> => ({
+/**
+ * The environment a runner starts with: nothing inherited. `coreModule` is where the runner finds
+ * the plugin core's module (the runtime's mount point, or the host path where nothing is mounted).
+ */
+export const runnerEnv = (spec: SandboxSpec, paths: RunnerPaths, home: string, coreModule = CORE_INSIDE): Record<string, string> => ({
   PATH: "/usr/local/bin:/usr/bin:/bin",
   HOME: home,
   ...spec.env,
   ...paths,
-  ...(spec.gatewaySocket === null ? { PYNCHY_GATEWAY_SOCKET: "" } : {})
+  ...(spec.gatewaySocket === null ? { PYNCHY_GATEWAY_SOCKET: "" } : {}),
+  ...(spec.coreModule !== undefined ? { PYNCHY_CORE_MODULE: coreModule } : {})
 })
 
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/

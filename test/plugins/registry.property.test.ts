@@ -10,10 +10,12 @@ import { skillFolder } from "./support.js"
 
 const skills = tempDir("pynchy-skills-")
 const fn = () => undefined
+const coreModule = path.join(tempDir("pynchy-core-"), "core.mjs")
+fs.writeFileSync(coreModule, "export default async () => {}\n", { mode: 0o644 })
 
 /** A valid and a malformed contribution for every hook, by name. */
 const make: { readonly [K in HookName]: { valid: (n: string) => unknown; malformed: (n: string) => unknown } } = {
-  agentCore: { valid: (name) => ({ name, run: fn }), malformed: (name) => ({ name, run: "nope" }) },
+  agentCore: { valid: (name) => ({ name, module: coreModule }), malformed: (name) => ({ name, run: fn }) },
   serviceHandler: {
     valid: (name) => ({ name, description: "does a thing", inputSchema: { type: "object" }, risk: "low", handler: fn }),
     malformed: (name) => ({ name, description: "does a thing", inputSchema: { type: "object" }, risk: "extreme", handler: fn })

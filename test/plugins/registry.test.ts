@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Fiber, Option, TestClock } from "effect"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { ConnectionName } from "../../src/domain/ids.js"
 import { PynchyConfig } from "../../src/config/schema.js"
@@ -22,7 +23,7 @@ describe("buildRegistry", () => {
       const everything = definePlugin({
         name: "everything",
         version: "1.0.0",
-        agentCore: () => ({ name: "scripted", run: noop }),
+        agentCore: () => ({ name: "scripted", builtin: true }),
         serviceHandler: async () => ({ name: "x.do", description: "does", inputSchema: { type: "object" }, risk: "medium", handler: noop }),
         actionSpecs: () => [{ id: "x.do", surfaces: ["chat"], evidence: ["approval"] }],
         skillPaths: () => [skill],
@@ -72,6 +73,39 @@ describe("buildRegistry", () => {
       // A malformed one is still reported as malformed: what is wrong with it comes first.
       const [malformed] = yield* faultsOf([{ name: "p", tunnel: () => ({ name: "" , detect: noop }) }])
       assert.strictEqual(malformed?.code, "invalid_contribution")
+    }))
+
+  it.effect("an agent core is a module the sandbox can mount: every other form is refused at startup with the reason", () =>
+    Effect.gen(function* () {
+      const dir = tempDir()
+      const ok = path.join(dir, "ok.mjs")
+      const secret = path.join(dir, "secret.mjs")
+      fs.writeFileSync(ok, "export default async () => {}\n", { mode: 0o644 })
+      fs.writeFileSync(secret, "export default async () => {}\n", { mode: 0o600 })
+      fs.chmodSync(secret, 0o600)
+      fs.mkdirSync(path.join(dir, "sub.js"))
+      const faults = yield* faultsOf([{
+        name: "cores",
+        agentCore: () => [
+          { name: "fine", module: ok },
+          { name: "host-side", run: noop },
+          { name: "missing", module: path.join(dir, "gone.mjs") },
+          { name: "relative", module: "./core.mjs" },
+          { name: "folder", module: `${dir}/sub.js` },
+          { name: "private", module: secret },
+          { name: "text", module: path.join(dir, "core.txt") },
+          { name: "fake-builtin", builtin: true }
+        ]
+      }])
+      assert.deepStrictEqual(faults.map((f) => f.code), Array(7).fill("invalid_contribution"))
+      const problems = faults.map((f) => f.problem)
+      assert.include(problems[0], "item 1 'host-side': run: a core runs inside the sandbox, not on the host: give `module`")
+      assert.include(problems[1], "gone.mjs does not exist")
+      assert.include(problems[2], "module: must be an absolute path")
+      assert.include(problems[3], "sub.js is not a regular file")
+      assert.include(problems[4], "is not readable by others (the sandbox runs as its own user)")
+      assert.include(problems[5], "is not an ES module file")
+      assert.include(problems[6], "the runner carries no built-in core named 'fake-builtin'")
     }))
 
   it.effect("keeps the author's object, so methods keep `this`", () =>

@@ -9,7 +9,7 @@
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { ENTRY_INSIDE, isSafeName, runnerEnv, SANDBOX_PATHS, type SandboxRuntime, type SandboxSpec } from "../runtime.js"
+import { CORE_INSIDE, ENTRY_INSIDE, isSafeName, runnerEnv, SANDBOX_PATHS, type SandboxRuntime, type SandboxSpec } from "../runtime.js"
 import { type CgroupResult, makeCgroup, sweepCgroups } from "./cgroup.js"
 import { launch, launcherSupported, PERL, STAGE_DIR } from "./launcher.js"
 import { killProcess, LAUNCH_MARKER, processAlive } from "./procinfo.js"
@@ -44,6 +44,7 @@ export const hostMounts = (spec: SandboxSpec, node: string): Array<HostMount> =>
   if (!node.startsWith("/usr/")) mounts.push({ source: prefix, dest: prefix, writable: false, dir: true })
   mounts.push(
     { source: spec.entry, dest: ENTRY_INSIDE, writable: false, dir: false },
+    ...(spec.coreModule !== undefined ? [{ source: spec.coreModule, dest: CORE_INSIDE, writable: false, dir: false }] : []),
     { source: spec.turnFile, dest: SANDBOX_PATHS.PYNCHY_TURN_FILE, writable: false, dir: false },
     { source: spec.workspaceDir, dest: SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR, writable: true, dir: true },
     { source: spec.sessionDir, dest: SANDBOX_PATHS.PYNCHY_SESSION_DIR, writable: true, dir: true }
