@@ -60,7 +60,8 @@ export class HostStore extends Context.Tag("pynchy/HostStore")<HostStore, HostSt
             SUM(json_extract(payload, '$.totalTokens')) AS tokens
           FROM events WHERE type = 'gateway.usage' AND at >= ${since} GROUP BY 1`.pipe(Effect.orDie),
       tableCounts: sql<Record<string, number | null>>`SELECT ${sql.literal([
-        ...history.map((t) => `(SELECT max(rowid) - min(rowid) + 1 FROM ${t}) AS ${t}`),
+        // Each min and max alone in its query: SQLite seeks only for a lone min() or max().
+        ...history.map((t) => `(SELECT max(rowid) FROM ${t}) - (SELECT min(rowid) FROM ${t}) + 1 AS ${t}`),
         ...workingSets.map((t) => `(SELECT COUNT(*) FROM ${t}) AS ${t}`)
       ].join(", "))}`.pipe(
         Effect.map(([row]) => Object.fromEntries(shown.map((t) => [t, row?.[t] ?? 0]))),
