@@ -38,7 +38,11 @@ const upsertCursorSql = `INSERT INTO cursors (connection, stream, position, ord,
   ON CONFLICT (connection, stream) DO UPDATE SET position = excluded.position, ord = excluded.ord, updated_at = excluded.updated_at
   WHERE excluded.ord > cursors.ord`
 
-const MessageRow = Schema.Struct({
+/** A message's columns as `MessageRow` reads them (`m` is the messages table's alias). */
+export const messageColumns = `m.id, m.conversation_id AS conversationId, m.direction, m.sender, m.text, m.metadata, m.created_at AS createdAt, m.handled_by AS handledBy`
+export const conversationColumns = "id, connection, place, workspace, created_at AS createdAt"
+
+export const MessageRow = Schema.Struct({
   id: MessageId,
   conversationId: ConversationId,
   direction: Direction,
@@ -49,13 +53,19 @@ const MessageRow = Schema.Struct({
   handledBy: Schema.NullOr(TurnId)
 })
 
-const ConversationRow = Schema.Struct({
+export const ConversationRow = Schema.Struct({
   id: ConversationId,
   connection: ConnectionName,
   place: Schema.String,
   workspace: WorkspaceId,
   createdAt: Schema.Number
 })
+
+/** Rows read on the synchronous path: decoded once, the domain classes built without re-validating. */
+const decodeMessageRow = Schema.decodeUnknownSync(MessageRow)
+const decodeConversationRow = Schema.decodeUnknownSync(ConversationRow)
+export const messageOfRow = (row: unknown): Message => Message.make(decodeMessageRow(row), true)
+export const conversationOfRow = (row: unknown): Conversation => Conversation.make(decodeConversationRow(row), true)
 
 const CursorRow = Schema.Struct({
   connection: ConnectionName,

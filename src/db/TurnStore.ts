@@ -1,8 +1,11 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { ConversationId, ExecutorId, HostEpoch, MessageId, TurnId } from "../domain/ids.js"
+import type { Message } from "../domain/message.js"
 import { Turn, TurnOwner, TurnStatus } from "../domain/turn.js"
+import type { Conversation } from "../domain/workspace.js"
 import { SqliteTransactions, type SyncStatements } from "./ImmediateSqliteClient.js"
+import { conversationColumns, conversationOfRow, messageColumns, messageOfRow } from "./MessageStore.js"
 
 const TurnRow = Schema.Struct({
   id: TurnId,
@@ -41,9 +44,10 @@ const claimPendingSql = `INSERT INTO delivery_claims (message_id, turn_id)
   SELECT m.id, ? FROM messages m
   WHERE m.conversation_id = ? AND m.direction = 'in' AND m.handled_by IS NULL
     AND NOT EXISTS (SELECT 1 FROM delivery_claims c WHERE c.message_id = m.id)`
-const claimIdsSql = "SELECT message_id AS id FROM delivery_claims WHERE turn_id = ? ORDER BY message_id"
-const pendingSql = `SELECT m.id FROM messages m WHERE m.conversation_id = ? AND m.direction = 'in'
+const claimedSql = `SELECT ${messageColumns} FROM delivery_claims c JOIN messages m ON m.id = c.message_id WHERE c.turn_id = ? ORDER BY m.id`
+const pendingSql = `SELECT ${messageColumns} FROM messages m WHERE m.conversation_id = ? AND m.direction = 'in'
   AND m.handled_by IS NULL AND NOT EXISTS (SELECT 1 FROM delivery_claims c WHERE c.message_id = m.id) ORDER BY m.id`
+const conversationSql = `SELECT ${conversationColumns} FROM conversations WHERE id = ?`
 const createSql = `INSERT INTO turns (conversation_id, status, attempts, owner_epoch, executor_id, not_before, created_at, updated_at)
   VALUES (?, 'running', 1, ?, ?, 0, ?, ?) RETURNING ${turnColumns}`
 const claimSql = "INSERT INTO delivery_claims (message_id, turn_id) VALUES (?, ?)"
@@ -51,8 +55,16 @@ const finishSql = "UPDATE turns SET status = ?, error = ?, updated_at = ? WHERE 
 
 /** What `acquire` found for a conversation. */
 export type Acquired = Data.TaggedEnum<{
-  /** A turn is now running for this owner, holding claims on these messages. */
-  Started: { readonly turn: Turn; readonly messageIds: ReadonlyArray<MessageId> }
+  /**
+   * A turn is now running for this owner, holding claims on these messages; read in the same
+   * transaction with its conversation, so the turn needs no other read to start.
+   */
+  Started: {
+    readonly turn: Turn
+    readonly messageIds: ReadonlyArray<MessageId>
+    readonly messages: ReadonlyArray<Message>
+    readonly conversation: Option.Option<Conversation>
+  }
   /** Another turn of the conversation is running. */
   Busy: {}
   /** A retry is due at `at` (epoch millis). */
@@ -61,6 +73,11 @@ export type Acquired = Data.TaggedEnum<{
   Idle: {}
 }>
 export const Acquired = Data.taggedEnum<Acquired>()
+
+export interface AcquireRequest {
+  readonly conversationId: ConversationId
+  readonly owner: TurnOwner
+}
 
 export interface OrphanRelease {
   /** Turns whose executor is gone: now interrupted, their claims released. */
@@ -78,6 +95,8 @@ export declare namespace TurnStore {
      * pending inbound message of the conversation. At most one active turn per conversation.
      */
     readonly acquire: (conversationId: ConversationId, owner: TurnOwner, now: number) => Effect.Effect<Acquired>
+    /** `acquire` for several conversations in ONE transaction: the dispatcher's batch (one answer per request, in order). */
+    readonly acquireMany: (requests: ReadonlyArray<AcquireRequest>, now: number) => Effect.Effect<ReadonlyArray<Acquired>>
     /**
      * running → completed: its claimed messages become handled by it, claims are dropped. `note`
      * says how it ended when that was not with an answer (`blocked:needs_input`), kept in `error`.
@@ -120,8 +139,19 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
         Effect.map((rows) => rows.map((r) => MessageId.make(r.id)))
       )
     // acquire and finish run on every turn: one synchronous transaction each (see SqliteTransactions).
-    const { transaction } = yield* SqliteTransactions
+    const { grouped, transaction } = yield* SqliteTransactions
     const turnOf = Schema.decodeUnknownSync(TurnRow)
+
+    const started = (db: SyncStatements, turn: Turn, rows: ReadonlyArray<unknown>) => {
+      const messages = rows.map(messageOfRow)
+      const conversation = db.get(conversationSql, turn.conversationId)
+      return Acquired.Started({
+        turn,
+        messageIds: messages.map((m) => m.id),
+        messages,
+        conversation: conversation === undefined ? Option.none() : Option.some(conversationOfRow(conversation))
+      })
+    }
 
     const acquireSync = (db: SyncStatements, conversationId: ConversationId, owner: TurnOwner, now: number): Acquired => {
       const active = db.get(activeSql, conversationId)
@@ -131,31 +161,34 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
         if (t.notBefore > now) return Acquired.Later({ at: t.notBefore })
         const resumed = turnOf(db.get(resumeSql, owner.epoch, owner.executor, now, t.id))
         db.run(claimPendingSql, t.id, conversationId)
-        const messageIds = db.all<{ id: number }>(claimIdsSql, t.id).map((r) => MessageId.make(r.id))
-        if (messageIds.length === 0) {
+        const claimed = db.all(claimedSql, t.id)
+        if (claimed.length === 0) {
           // A resumed turn whose messages were all taken elsewhere has nothing left to answer.
           db.run("UPDATE turns SET status = 'completed', updated_at = ? WHERE id = ?", now, t.id)
           return Acquired.Idle()
         }
-        return Acquired.Started({ turn: toTurn(resumed), messageIds })
+        return started(db, toTurn(resumed), claimed)
       }
       // A new turn: the pending messages, the turn, their claims.
       const pending = db.all<{ id: number }>(pendingSql, conversationId)
       if (pending.length === 0) return Acquired.Idle()
       const created = turnOf(db.get(createSql, conversationId, owner.epoch, owner.executor, now, now))
       for (const p of pending) db.run(claimSql, p.id, created.id)
-      return Acquired.Started({ turn: toTurn(created), messageIds: pending.map((r) => MessageId.make(r.id)) })
+      return started(db, toTurn(created), pending)
     }
 
-    const acquire = (conversationId: ConversationId, owner: TurnOwner, now: number) =>
-      transaction((db) => acquireSync(db, conversationId, owner, now)).pipe(
+    const acquireMany = (requests: ReadonlyArray<AcquireRequest>, now: number) =>
+      transaction((db) => requests.map((r) => acquireSync(db, r.conversationId, r.owner, now))).pipe(
         Effect.orDie,
-        Effect.withSpan("TurnStore.acquire", { captureStackTrace: false })
+        Effect.withSpan("TurnStore.acquire", { captureStackTrace: false, attributes: { conversations: requests.length } })
       )
+    const acquire = (conversationId: ConversationId, owner: TurnOwner, now: number) =>
+      Effect.map(acquireMany([{ conversationId, owner }], now), (results) => results[0]!)
 
     const finish = (turnId: TurnId, epoch: HostEpoch, status: "completed" | "failed", error: string | null) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        transaction((db) => {
+        // Turns that end together (a restart's backlog, a burst) share a commit.
+        grouped((db) => {
           if (db.run(finishSql, status, error, now, turnId, epoch).changes === 0) return false
           db.run("UPDATE messages SET handled_by = ? WHERE id IN (SELECT message_id FROM delivery_claims WHERE turn_id = ?)", turnId, turnId)
           db.run("DELETE FROM delivery_claims WHERE turn_id = ?", turnId)
@@ -193,6 +226,7 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
 
     return TurnStore.of({
       acquire,
+      acquireMany,
       complete: (turnId, epoch, note) => finish(turnId, epoch, "completed", note ?? null),
       fail: (turnId, epoch, error) => finish(turnId, epoch, "failed", error),
       retryLater: (turnId, epoch, error, notBefore) =>

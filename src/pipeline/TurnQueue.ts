@@ -1,6 +1,6 @@
 import { Clock, Context, Duration, Effect, Layer } from "effect"
 import { HostConfig } from "../config/HostConfig.js"
-import { TurnStore } from "../db/TurnStore.js"
+import { type AcquireRequest, TurnStore } from "../db/TurnStore.js"
 import type { ConversationId } from "../domain/ids.js"
 import { TurnOwner } from "../domain/turn.js"
 import { HostIdentity } from "./HostIdentity.js"
@@ -56,6 +56,13 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
     let dispatched = 0
     const wake = yield* Effect.makeLatch(false)
     const permits = yield* Effect.makeSemaphore(capacity)
+    // Permits in use, mirrored so a batch can be sized without waiting.
+    let busy = 0
+    const take = (n: number) => Effect.zipRight(permits.take(n), Effect.sync(() => void (busy += n)))
+    const release = (n: number) => Effect.suspend(() => {
+      busy -= n
+      return permits.release(n)
+    })
 
     const signal = (conversationId: ConversationId) =>
       Effect.suspend(() => {
@@ -88,41 +95,60 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
           Effect.tap((outcome) => {
             completed = outcome._tag === "Completed" || outcome._tag === "Blocked" || outcome._tag === "Failed"
           }),
-          Effect.ensuring(Effect.zipRight(permits.release(1), Effect.suspend(() => finished(conversationId, completed)))),
+          Effect.ensuring(Effect.zipRight(release(1), Effect.suspend(() => finished(conversationId, completed)))),
           Effect.forkIn(scope)
         )
       })
 
-    const dispatchOne = (conversationId: ConversationId) =>
-      Effect.gen(function* () {
-        yield* permits.take(1)
+    /**
+     * Waits for a free slot, then takes as many waiting conversations as there are free slots and
+     * acquires them in one transaction (after a restart, or a burst, that is one commit for many turns).
+     */
+    const dispatchBatch = Effect.gen(function* () {
+      yield* take(1)
+      const extra = Math.min(capacity - busy, waiting.size - 1)
+      if (extra > 0) yield* take(extra)
+      const batch: Array<ConversationId> = []
+      for (const c of waiting) {
+        if (batch.length > Math.max(0, extra)) break
+        batch.push(c)
+      }
+      const requests: Array<AcquireRequest> = []
+      for (const conversationId of batch) {
+        waiting.delete(conversationId)
         if (running.has(conversationId)) {
           // Signalled between its turn's claim and now: it gets one more look when that turn ends.
           again.add(conversationId)
-          yield* permits.release(1)
-          return
+          yield* release(1)
+          continue
         }
         const executorId = yield* executor.allocate(conversationId)
-        const acquired = yield* turns.acquire(conversationId, TurnOwner.make({ epoch: identity.epoch, executor: executorId }), yield* Clock.currentTimeMillis)
+        requests.push({ conversationId, owner: TurnOwner.make({ epoch: identity.epoch, executor: executorId }) })
+      }
+      if (requests.length === 0) return
+      const results = yield* turns.acquireMany(requests, yield* Clock.currentTimeMillis)
+      for (let i = 0; i < requests.length; i++) {
+        const { conversationId, owner } = requests[i]!
+        const acquired = results[i]!
         switch (acquired._tag) {
-          case "Started":
-            return yield* launch(conversationId, { turn: acquired.turn, messageIds: acquired.messageIds, executor: executorId, epoch: identity.epoch })
+          case "Started": {
+            const { turn, messageIds, conversation, messages } = acquired
+            yield* launch(conversationId, { turn, messageIds, executor: owner.executor, epoch: identity.epoch, loaded: { conversation, messages } })
+            continue
+          }
           case "Later":
             yield* retryAt(conversationId, acquired.at)
             break
         }
-        yield* permits.release(1)
-      })
+        yield* release(1)
+      }
+    })
 
     const loop = Effect.gen(function* () {
       while (true) {
         yield* wake.await
         yield* wake.close
-        while (waiting.size > 0) {
-          const next = waiting.values().next().value!
-          waiting.delete(next)
-          yield* dispatchOne(next)
-        }
+        while (waiting.size > 0) yield* dispatchBatch
       }
     })
 
@@ -142,7 +168,7 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
       adopt: (survivors) =>
         Effect.forEach(survivors, (s) =>
           Effect.gen(function* () {
-            yield* permits.take(1)
+            yield* take(1)
             yield* launch(s.turn.conversationId, { ...s, epoch: identity.epoch, adopted: true })
           }), { discard: true }),
       stats: Effect.sync(() => ({ open: isOpen, waiting: waiting.size, running: running.size, capacity, dispatched }))

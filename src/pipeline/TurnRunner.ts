@@ -5,7 +5,9 @@ import { MessageStore } from "../db/MessageStore.js"
 import { TaskStore } from "../db/TaskStore.js"
 import { TurnStore } from "../db/TurnStore.js"
 import type { ExecutorId, HostEpoch, MessageId } from "../domain/ids.js"
+import type { Message } from "../domain/message.js"
 import type { Turn } from "../domain/turn.js"
+import type { Conversation } from "../domain/workspace.js"
 import { AgentExecutor, TurnBlocked, TurnFailed, type TurnInput } from "./AgentExecutor.js"
 import { Channels } from "./Channels.js"
 import { Outbox } from "./Outbox.js"
@@ -31,6 +33,8 @@ export interface StartedTurn {
   readonly epoch: HostEpoch
   /** true for a turn whose executor survived a restart: wait for it instead of starting it. */
   readonly adopted?: boolean
+  /** Its conversation and claimed messages, when whoever started it read them already (`TurnStore.acquire` does). */
+  readonly loaded?: { readonly conversation: Option.Option<Conversation>; readonly messages: ReadonlyArray<Message> }
 }
 
 /** Durable retries: the not-before time is stored, so a restart keeps the backoff. */
@@ -81,14 +85,14 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
     const prepare = (started: StartedTurn) =>
       Effect.gen(function* () {
         const { turn } = started
-        const conversation = yield* messages.conversation(turn.conversationId)
+        const conversation = started.loaded?.conversation ?? (yield* messages.conversation(turn.conversationId))
         if (Option.isNone(conversation)) return yield* new TurnFailed({ code: "unknown_conversation", reason: `conversation ${turn.conversationId} is gone`, retryable: false })
         const workspace = yield* workspaces.get(conversation.value.workspace)
         if (Option.isNone(workspace)) {
           return yield* new TurnFailed({ code: "unknown_workspace", reason: `workspace '${conversation.value.workspace}' is not configured`, retryable: false })
         }
         let n = 0
-        const claimed = yield* messages.byIds(started.messageIds)
+        const claimed = started.loaded?.messages ?? (yield* messages.byIds(started.messageIds))
         // A turn of scheduled messages only may stay silent: NO_REPLY is not delivered.
         const scheduled = claimed.length > 0 && claimed.every((m) => m.sender === SCHEDULE_SENDER)
         const { connection, place } = conversation.value

@@ -2,13 +2,13 @@
  * The HTTP API connection with real HTTP on 127.0.0.1, inside a test host (scripted core):
  * bearer auth, durable ingest before the 202, idempotency keys, replies, SSE, 400s naming fields.
  */
+import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Layer, Option } from "effect"
 import { makeTestHost } from "../../layers/test.js"
 import { type HttpRuntime, makeHttpRuntime } from "../../src/channels/http/HttpRuntime.js"
 import { decodeHttpSettings, hashToken } from "../../src/channels/http/settings.js"
 import { decodeConfig } from "../../src/config/HostConfig.js"
-import { HostStore } from "../../src/db/HostStore.js"
 import { MessageStore } from "../../src/db/MessageStore.js"
 import { ConversationId, MessageId } from "../../src/domain/ids.js"
 import { tempDir } from "../support/db.js"
@@ -151,8 +151,9 @@ describe("HTTP API connection", () => {
       for (const k of ["f-1", "f-2", "f-1"]) yield* post(base, "f", { text: "same body" }, { "idempotency-key": k })
       const conflict = yield* post(base, "f", { text: "other body" }, { "idempotency-key": "f-1" })
       assert.strictEqual(conflict.status, 409)
-      const counts = yield* Effect.flatMap(HostStore, (h) => h.tableCounts).pipe(Effect.provide(ctx))
-      assert.deepStrictEqual([counts.receipts, counts.cursors], [2, 0])
+      const [counts] = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql<{ receipts: number; cursors: number }>`SELECT (SELECT COUNT(*) FROM receipts) AS receipts, (SELECT COUNT(*) FROM cursors) AS cursors`).pipe(Effect.provide(ctx))
+      assert.deepStrictEqual([counts!.receipts, counts!.cursors], [2, 0])
     }))
 
   it.scopedLive("the stream sends replies as server-sent events", () =>

@@ -234,4 +234,24 @@ describe.each(databases)("stores on the $name database", ({ layer }) => {
       assert.strictEqual(counts.host_runs, 1)
       assert.strictEqual(counts.messages, 0)
     })))
+
+  it.effect("table counts (read without a scan) are the tables' row counts after a turn's writes", () =>
+    run(Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const messages = yield* MessageStore
+      const turns = yield* TurnStore
+      const host = yield* HostStore
+      yield* messages.ingestBatch([row("1"), row("2"), row("3", { conversationId: ConversationId.make("terminal:b"), place: "b" })])
+      const a = yield* turns.acquire(conv, owner, 1)
+      assert.strictEqual(a._tag, "Started")
+      if (a._tag === "Started") yield* turns.complete(a.turn.id, epoch)
+      yield* turns.acquire(ConversationId.make("terminal:b"), owner, 2)
+      yield* host.appendEvent("test", {})
+      const counts = yield* host.tableCounts
+      for (const [table, n] of Object.entries(counts)) {
+        const [exact] = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(table)}`
+        assert.strictEqual(n, exact!.n, table)
+      }
+      assert.deepStrictEqual([counts.messages, counts.conversations, counts.turns, counts.delivery_claims, counts.events], [3, 2, 2, 1, 1])
+    })))
 })
