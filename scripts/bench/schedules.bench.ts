@@ -21,7 +21,7 @@ import { median, percentile } from "./stats.js"
 import type { Row } from "./types.js"
 
 const TASKS = 10_000
-const IDLE_MS = 30_000
+const IDLE_MS = 60_000
 const LOOKUPS = 2_000
 const RUNS = 40
 
