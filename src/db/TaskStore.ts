@@ -21,11 +21,11 @@ const runColumns = `task_id AS taskId, due_at AS dueAt, outcome, message_id AS m
 const spendSql = (taskFilter: string) => `WITH run_turns AS (
     SELECT DISTINCT r.task_id, COALESCE(r.turn_id, c.turn_id) AS turn
     FROM task_runs r LEFT JOIN delivery_claims c ON c.message_id = r.message_id
-    WHERE ${taskFilter} AND r.due_at >= ?1 - 86400000 AND r.outcome <> 'skipped'
+    WHERE ${taskFilter} AND r.due_at >= ? - 86400000 AND r.outcome <> 'skipped'
   )
   SELECT t.task_id AS taskId, SUM(json_extract(e.payload, '$.totalTokens')) AS tokens
   FROM run_turns t JOIN events e ON json_extract(e.payload, '$.turnId') = t.turn AND e.type = 'gateway.usage'
-  WHERE e.at >= ?1
+  WHERE e.at >= ?
   GROUP BY t.task_id`
 
 /** A task as written; status, pause and timestamps are the store's. */
@@ -99,8 +99,8 @@ export class TaskStore extends Context.Tag("pynchy/TaskStore")<TaskStore, TaskSt
 
     const tokensSince: TaskStore.Service["tokensSince"] = (since, taskId) =>
       (taskId === undefined
-        ? sql.unsafe<{ taskId: string; tokens: number }>(spendSql("1 = 1"), [since])
-        : sql.unsafe<{ taskId: string; tokens: number }>(spendSql("r.task_id = ?2"), [since, taskId])
+        ? sql.unsafe<{ taskId: string; tokens: number }>(spendSql("1 = 1"), [since, since])
+        : sql.unsafe<{ taskId: string; tokens: number }>(spendSql("r.task_id = ?"), [taskId, since, since])
       ).pipe(Effect.map((rows) => new Map(rows.map((r) => [r.taskId, r.tokens]))), Effect.orDie)
 
     return TaskStore.of({
