@@ -49,6 +49,8 @@ export declare namespace TaskStore {
     /** Moves the stored due time on (compare-and-set on the due time that was fired); null ends the task (done). */
     readonly advance: (id: string, from: number, next: number | null, now: number) => Effect.Effect<boolean>
     readonly setPaused: (id: string, pausedAt: number | null, now: number) => Effect.Effect<void>
+    /** Un-pauses the paused tasks of a conversation (a user wrote in it); how many. */
+    readonly resumeIn: (conversationId: string, now: number) => Effect.Effect<number>
     /** Records a run; false when (task, due time) was already recorded. */
     readonly recordRun: (
       run: { readonly taskId: string; readonly dueAt: number; readonly outcome: RunOutcome; readonly skippedThrough?: number; readonly reason?: string },
@@ -142,6 +144,9 @@ export class TaskStore extends Context.Tag("pynchy/TaskStore")<TaskStore, TaskSt
         sql<{ id: string }>`UPDATE scheduled_tasks SET next_due = ${next}, status = ${next === null ? "done" : "active"}, updated_at = ${now}
           WHERE id = ${id} AND status = 'active' AND next_due = ${from} RETURNING id`.pipe(Effect.map((r) => r.length > 0), Effect.orDie),
       setPaused: (id, pausedAt, now) => sql`UPDATE scheduled_tasks SET paused_at = ${pausedAt}, updated_at = ${now} WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+      resumeIn: (conversationId, now) =>
+        sql<{ id: string }>`UPDATE scheduled_tasks SET paused_at = NULL, updated_at = ${now}
+          WHERE conversation_id = ${conversationId} AND paused_at IS NOT NULL RETURNING id`.pipe(Effect.map((r) => r.length), Effect.orDie),
       recordRun: (run, now) =>
         sql<{ n: number }>`INSERT INTO task_runs (task_id, due_at, outcome, skipped_through, reason, created_at)
           VALUES (${run.taskId}, ${run.dueAt}, ${run.outcome}, ${run.skippedThrough ?? null}, ${run.reason ?? null}, ${now})

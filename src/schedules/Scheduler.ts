@@ -5,12 +5,13 @@ import { MessageStore } from "../db/MessageStore.js"
 import { TaskStore } from "../db/TaskStore.js"
 import { conversationIdOf } from "../domain/ids.js"
 import { type ScheduledTask, utcMidnight } from "../domain/task.js"
+import { InboundCommitted } from "../pipeline/InboundCommitted.js"
 import { Outbox } from "../pipeline/Outbox.js"
 import { TurnSignal } from "../pipeline/TurnSignal.js"
 import { AgentTasks } from "./AgentTasks.js"
 import { recurrenceOf, scheduleRowOf } from "./definitions.js"
 import { latestDue, nextDue } from "./due.js"
-import { enqueueRun } from "./runs.js"
+import { enqueueRun, SCHEDULE_SENDER } from "./runs.js"
 
 /** What firing a due task did. */
 export type Fired = "ran" | "skipped" | "paused" | "gone"
@@ -46,6 +47,12 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
     const wakeups = yield* Queue.sliding<void>(1)
     // Tasks agents create or cancel wake the timer too.
     const { changes } = yield* AgentTasks
+    // A user's message resumes its conversation's paused schedule at once (a due time checks again
+    // anyway, for messages other processes commit).
+    yield* Effect.flatMap(InboundCommitted, (inbound) =>
+      inbound.consume((m) =>
+        m.sender === SCHEDULE_SENDER ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.asVoid(store.resumeIn(m.conversationId, now)))
+      ))
     let firedCount = 0
 
     // The config's schedules become rows. An unchanged one keeps its stored due time (so a run
