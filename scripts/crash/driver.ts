@@ -2,12 +2,17 @@
  * Crash drill: runs the host as a real child process (scripted executor, recording channel),
  * streams messages into its database through the same client path as `pynchy send`, kills it
  * with SIGKILL at random points, restarts it, and finally checks that nothing was lost and
- * nothing was duplicated. `npx tsx scripts/crash/driver.ts --kills 200 [--non-idempotent] [--sandbox]`.
+ * nothing was duplicated. `npx tsx scripts/crash/driver.ts --kills 200 [--non-idempotent] [--sandbox] [--schedule]`.
  *
  * With `--sandbox`, every restart also meets what a hostile agent could have left in the folders
  * it can write: forged liveness records naming a bystander process, a FIFO and a link as skills,
  * and a setuid file in the workspace. The bystander must survive, the host must get ready and
  * finish every turn, and no setuid or setgid file may be left at the end.
+ *
+ * With `schedule`, the workspace also has an every-second schedule (its turns in `test:sched`):
+ * after every kill, no scheduled run may be `queued` behind a turn that has finished (a turn's end
+ * settles its runs in the same transaction); at the end every run not skipped is `delivered` by
+ * the completed turn that answered its message, and no due time has two runs' messages.
  *
  * The history check then rebuilds, for a sample of turns, the history the host would send
  * (the same paged reads as the context service): every earlier user message once, in order, and
@@ -44,6 +49,8 @@ export interface DrillOptions {
   readonly seed?: number
   /** Run turns in real sandboxes (the scripted core inside bwrap) instead of the in-process agent. */
   readonly sandbox?: boolean
+  /** An every-second workspace schedule runs alongside the messages (see the header). */
+  readonly schedule?: boolean
   readonly log?: (line: string) => void
 }
 
@@ -55,6 +62,8 @@ export interface WindowCounts {
   writtenNotCalled: number
   /** A delivery was handed to the channel and not marked. */
   calledNotMarked: number
+  /** A scheduled run was open: queued, its message waiting for or held by a turn that had not ended. */
+  scheduledRunOpen: number
 }
 
 export interface DrillReport {
@@ -160,13 +169,15 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
   const log = options.log ?? (() => {})
   const random = rng(options.seed ?? 42)
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-crash-"))
-  fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
-    `dataDir: ${dir}`,
-    `workspaces: [{ id: main${options.sandbox ? ", agentCore: scripted" : ""} }]`,
-    "routes: [{ connection: test, place: '*', workspace: main }]",
-    `connections: { test: { kind: recording, file: sent.jsonl, idempotent: ${options.idempotent}, delayMs: 3 } }`,
-    "limits: { maxConcurrentTurns: 3, maxTurnAttempts: 1000, retryBaseMs: 1 }"
-  ].join("\n") + "\n")
+  const writeConfig = (schedule: boolean) =>
+    fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
+      `dataDir: ${dir}`,
+      `workspaces: [{ id: main${options.sandbox ? ", agentCore: scripted" : ""}${schedule ? ", schedule: '* * * * * *', scheduledPrompt: tick, deliverTo: 'test:sched'" : ""} }]`,
+      "routes: [{ connection: test, place: '*', workspace: main }]",
+      `connections: { test: { kind: recording, file: sent.jsonl, idempotent: ${options.idempotent}, delayMs: 3 } }`,
+      "limits: { maxConcurrentTurns: 3, maxTurnAttempts: 1000, retryBaseMs: 1 }"
+    ].join("\n") + "\n")
+  writeConfig(options.schedule === true)
   const dbFile = path.join(dir, "pynchy.db")
 
   // The driver writes into the host's database the way `pynchy send` does.
@@ -182,7 +193,8 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
           ingest.ingest({ connection: "test", place: `p${i % 7}`, providerEventId: `ev${i}`, sender: "driver", text: `m${i}` })))
     )
 
-  const windows: WindowCounts = { claimedNotFinished: 0, writtenNotCalled: 0, calledNotMarked: 0 }
+  const windows: WindowCounts = { claimedNotFinished: 0, writtenNotCalled: 0, calledNotMarked: 0, scheduledRunOpen: 0 }
+  const killProblems: Array<string> = []
   let kills = 0
   const bystander = options.sandbox ? spawn("sleep", ["3600"], { stdio: "ignore" }) : undefined
   const trapProblems: Array<string> = []
@@ -199,14 +211,20 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
           await sleep(random() * 15)
         }
       })()
-      await sleep(random() * 60)
+      // A schedule's catch-up run fires some milliseconds after ready: its hosts live a little longer.
+      await sleep(random() * (options.schedule === true ? 400 : 60))
       await within("kill -9", 10_000, killHard(host))
       await within(`ingest while cycle ${k + 1} ran`, 60_000, feeding)
       const db = openDb(dbFile)
       const active = db.prepare("SELECT COUNT(*) AS n FROM turns t WHERE t.status = 'running' AND EXISTS (SELECT 1 FROM delivery_claims c WHERE c.turn_id = t.id)").get()!
       const notCalled = db.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts = 0").get()!
       const notMarked = db.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts > 0").get()!
+      const scheduledOpen = db.prepare("SELECT COUNT(*) AS n FROM task_runs WHERE outcome = 'queued'").get()!
+      const behindFinished = db.prepare(`SELECT r.due_at AS due, t.id AS turn, t.status FROM task_runs r JOIN messages m ON m.id = r.message_id
+        JOIN turns t ON t.id = m.handled_by WHERE r.outcome = 'queued'`).all()
       db.close()
+      if (Number(scheduledOpen.n) > behindFinished.length) windows.scheduledRunOpen++
+      for (const b of behindFinished) killProblems.push(`after kill ${k + 1}: the run due ${b.due} is queued behind turn ${b.turn}, ${b.status}`)
       if (Number(active.n) > 0) windows.claimedNotFinished++
       if (Number(notCalled.n) > 0) windows.writtenNotCalled++
       if (Number(notMarked.n) > 0) windows.calledNotMarked++
@@ -214,7 +232,8 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
       log(`kill ${k + 1}/${options.kills}+: ${sent} messages so far`)
     }
 
-    // The last run is not killed: it must finish everything that is left.
+    // The last run is not killed: it must finish everything that is left (no new due times: the schedule is removed).
+    if (options.schedule === true) writeConfig(false)
     const host = await startHost(dir, log, options.sandbox ? "sandbox" : "scripted")
     // Turns run after the last traps were planted, so the host meets them once more.
     if (bystander !== undefined) await within("ingest after the last restart", 60_000, send(3))
@@ -240,19 +259,22 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
   }
   const report = verify(dbFile, path.join(dir, "sent.jsonl"), options.idempotent, sent)
   const history = await verifyHistory(dbFile)
-  return { ...report, problems: [...report.problems, ...trapProblems, ...history.problems], historyTurns: history.turns, windows, kills }
+  const scheduled = options.schedule === true ? verifySchedule(dbFile) : []
+  return { ...report, problems: [...report.problems, ...killProblems, ...scheduled, ...trapProblems, ...history.problems], historyTurns: history.turns, windows, kills }
 }
 
 /** The invariants: every message handled by exactly one completed turn; every reply sent once. */
 const verify = (dbFile: string, channelFile: string, idempotent: boolean, sent: number) => {
   const problems: Array<string> = []
   const db = openDb(dbFile)
-  const inbound = db.prepare(`SELECT m.id, m.text, m.handled_by AS turn, t.status FROM messages m LEFT JOIN turns t ON t.id = m.handled_by WHERE m.direction = 'in'`).all()
-  if (inbound.length !== sent) problems.push(`${sent} messages sent, ${inbound.length} stored`)
-  for (const m of inbound) {
+  const all = db.prepare(`SELECT m.id, m.text, m.sender, m.handled_by AS turn, t.status FROM messages m LEFT JOIN turns t ON t.id = m.handled_by WHERE m.direction = 'in'`).all()
+  for (const m of all) {
     if (m.turn === null) problems.push(`message ${m.id} was never handled`)
     else if (m.status !== "completed") problems.push(`message ${m.id} handled by turn ${m.turn} in status ${m.status}`)
   }
+  // The driver's own messages (a schedule's are checked by verifySchedule).
+  const inbound = all.filter((m) => m.sender === "driver")
+  if (inbound.length !== sent) problems.push(`${sent} messages sent, ${inbound.length} stored`)
   const leftovers = db.prepare(`SELECT (SELECT COUNT(*) FROM delivery_claims) AS claims, (SELECT COUNT(*) FROM turns WHERE status IN ('queued','running','interrupted')) AS active`).get()!
   if (Number(leftovers.claims) !== 0 || Number(leftovers.active) !== 0) problems.push(`left over: ${leftovers.claims} claims, ${leftovers.active} active turns`)
   const replies = db.prepare(`SELECT text, status, idempotency_key AS key FROM deliveries WHERE kind = 'reply'`).all()
@@ -277,6 +299,24 @@ const verify = (dbFile: string, channelFile: string, idempotent: boolean, sent: 
   return { messages: sent, problems, deliveries, channelLines: lines.length }
 }
 
+/** Scheduled runs: none left queued, each not skipped delivered by the completed turn that answered its one message. */
+const verifySchedule = (dbFile: string) => {
+  const problems: Array<string> = []
+  const db = openDb(dbFile)
+  const runs = db.prepare(`SELECT r.due_at AS due, r.outcome, r.turn_id AS turn, m.handled_by AS handledBy, t.status, m.metadata
+    FROM task_runs r LEFT JOIN messages m ON m.id = r.message_id LEFT JOIN turns t ON t.id = m.handled_by WHERE r.outcome <> 'skipped'`).all()
+  const messages = db.prepare("SELECT COUNT(*) AS n FROM messages WHERE sender = 'schedule'").get()!
+  db.close()
+  if (runs.length === 0) problems.push("no scheduled run ran")
+  if (Number(messages.n) !== runs.length) problems.push(`${runs.length} scheduled runs, ${messages.n} scheduled messages`)
+  for (const r of runs) {
+    if (r.outcome !== "delivered") problems.push(`the run due ${r.due} ended ${r.outcome}`)
+    else if (r.turn === null || r.turn !== r.handledBy || r.status !== "completed") problems.push(`the run due ${r.due} is settled by turn ${r.turn}, its message handled by ${r.handledBy} (${r.status})`)
+    else if ((JSON.parse(String(r.metadata)) as { dueAt: number }).dueAt !== r.due) problems.push(`the run due ${r.due} has another due time's message`)
+  }
+  return problems
+}
+
 /**
  * For up to 40 completed turns spread over the run: the history the host builds for the turn
  * (no budget, no summary) holds every earlier inbound message of the conversation exactly once
@@ -285,8 +325,9 @@ const verify = (dbFile: string, channelFile: string, idempotent: boolean, sent: 
 const verifyHistory = async (dbFile: string) => {
   const problems: Array<string> = []
   const db = openDb(dbFile)
+  // A schedule's conversation repeats its prompt and reply by design: the driver's conversations are checked.
   const all = db.prepare(`SELECT t.id, t.conversation_id AS conv, MIN(m.id) AS first FROM turns t JOIN messages m ON m.handled_by = t.id
-    WHERE t.status = 'completed' GROUP BY t.id ORDER BY t.id`).all()
+    WHERE t.status = 'completed' AND t.conversation_id <> 'test:sched' GROUP BY t.id ORDER BY t.id`).all()
   const step = Math.max(1, Math.floor(all.length / 40))
   const sample = all.filter((_, i) => i % step === 0)
   const expected = (conv: string, first: number) => db.prepare(`SELECT id, text FROM messages WHERE conversation_id = ? AND direction = 'in' AND id < ? ORDER BY id`).all(conv, first)
@@ -330,7 +371,7 @@ const verifyHistory = async (dbFile: string) => {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const arg = (name: string) => process.argv.indexOf(name)
   const kills = arg("--kills") > 0 ? Number(process.argv[arg("--kills") + 1]) : 100
-  const report = await runCrashDrill({ kills, idempotent: arg("--non-idempotent") < 0, sandbox: arg("--sandbox") > 0, seed: Date.now() % 100000, log: (l) => process.stderr.write(l + "\n") })
+  const report = await runCrashDrill({ kills, idempotent: arg("--non-idempotent") < 0, sandbox: arg("--sandbox") > 0, schedule: arg("--schedule") > 0, seed: Date.now() % 100000, log: (l) => process.stderr.write(l + "\n") })
   console.log(JSON.stringify(report, null, 2))
   process.exit(report.problems.length === 0 ? 0 : 1)
 }

@@ -1,6 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import type { MessageId, TurnId } from "../domain/ids.js"
+import type { MessageId } from "../domain/ids.js"
 import { RunOutcome, ScheduledTask, TaskRun } from "../domain/task.js"
 import { BoolColumn } from "./rows.js"
 
@@ -11,7 +11,22 @@ const taskColumns = `id, workspace, kind, conversation_id AS conversationId, con
   daily_tokens AS dailyTokens, definition, status, paused_at AS pausedAt, next_due AS nextDue, created_at AS createdAt, updated_at AS updatedAt`
 
 const runColumns = `task_id AS taskId, due_at AS dueAt, outcome, message_id AS messageId, turn_id AS turnId,
-  skipped_through AS skippedThrough, created_at AS createdAt, finished_at AS finishedAt`
+  skipped_through AS skippedThrough, reason, created_at AS createdAt, finished_at AS finishedAt`
+
+/**
+ * The turns of a task's runs since a time (a run's turn: its own once settled, else the one
+ * holding its message), each once, then the gateway usage of those turns since that time. Runs due
+ * up to a day earlier are looked at: a run due before midnight may spend after it.
+ */
+const spendSql = (taskFilter: string) => `WITH run_turns AS (
+    SELECT DISTINCT r.task_id, COALESCE(r.turn_id, c.turn_id) AS turn
+    FROM task_runs r LEFT JOIN delivery_claims c ON c.message_id = r.message_id
+    WHERE ${taskFilter} AND r.due_at >= ? - 86400000 AND r.outcome <> 'skipped'
+  )
+  SELECT t.task_id AS taskId, SUM(json_extract(e.payload, '$.totalTokens')) AS tokens
+  FROM run_turns t JOIN events e ON json_extract(e.payload, '$.turnId') = t.turn AND e.type = 'gateway.usage'
+  WHERE e.at >= ?
+  GROUP BY t.task_id`
 
 /** A task as written; status, pause and timestamps are the store's. */
 export type NewTask = Omit<ScheduledTask, "status" | "pausedAt" | "createdAt" | "updatedAt">
@@ -34,11 +49,25 @@ export declare namespace TaskStore {
     /** Moves the stored due time on (compare-and-set on the due time that was fired); null ends the task (done). */
     readonly advance: (id: string, from: number, next: number | null, now: number) => Effect.Effect<boolean>
     readonly setPaused: (id: string, pausedAt: number | null, now: number) => Effect.Effect<void>
+    /** Un-pauses the paused tasks of a conversation (a user wrote in it); how many. */
+    readonly resumeIn: (conversationId: string, now: number) => Effect.Effect<number>
     /** Records a run; false when (task, due time) was already recorded. */
-    readonly recordRun: (run: { readonly taskId: string; readonly dueAt: number; readonly outcome: RunOutcome; readonly skippedThrough?: number }, now: number) => Effect.Effect<boolean>
+    readonly recordRun: (
+      run: { readonly taskId: string; readonly dueAt: number; readonly outcome: RunOutcome; readonly skippedThrough?: number; readonly reason?: string },
+      now: number
+    ) => Effect.Effect<boolean>
     readonly attachMessage: (taskId: string, dueAt: number, messageId: MessageId) => Effect.Effect<void>
-    /** The queued runs of these messages end with the turn's outcome. */
-    readonly settle: (messageIds: ReadonlyArray<MessageId>, turnId: TurnId, outcome: "delivered" | "quiet" | "failed", now: number) => Effect.Effect<void>
+    /**
+     * Gateway tokens spent since `since` by the turns of each task's runs (its usage events carry
+     * the turn id), per task id; one task's when `taskId` is given. A run is settled by the end
+     * of its turn (TurnStore), in the same transaction.
+     */
+    readonly tokensSince: (since: number, taskId?: string) => Effect.Effect<ReadonlyMap<string, number>>
+    /**
+     * What a turn answering these messages may still spend: the least that any capped task
+     * (`dailyTokens`) among their runs has left since `since`; null when none is capped.
+     */
+    readonly tokensLeft: (messageIds: ReadonlyArray<MessageId>, since: number) => Effect.Effect<number | null>
     readonly lastRun: (taskId: string) => Effect.Effect<Option.Option<TaskRun>>
     readonly runs: (taskId: string, limit: number) => Effect.Effect<ReadonlyArray<TaskRun>>
     /** When the conversation last had an inbound message from anyone but the scheduler. */
@@ -69,6 +98,12 @@ export class TaskStore extends Context.Tag("pynchy/TaskStore")<TaskStore, TaskSt
         Effect.map((rs) => rs.map((r) => TaskRun.make(r))),
         Effect.orDie
       )
+
+    const tokensSince: TaskStore.Service["tokensSince"] = (since, taskId) =>
+      (taskId === undefined
+        ? sql.unsafe<{ taskId: string; tokens: number }>(spendSql("1 = 1"), [since, since])
+        : sql.unsafe<{ taskId: string; tokens: number }>(spendSql("r.task_id = ?"), [taskId, since, since])
+      ).pipe(Effect.map((rows) => new Map(rows.map((r) => [r.taskId, r.tokens]))), Effect.orDie)
 
     return TaskStore.of({
       get: (id) => findTask(id).pipe(Effect.map(Option.map(toTask)), Effect.orDie),
@@ -109,15 +144,27 @@ export class TaskStore extends Context.Tag("pynchy/TaskStore")<TaskStore, TaskSt
         sql<{ id: string }>`UPDATE scheduled_tasks SET next_due = ${next}, status = ${next === null ? "done" : "active"}, updated_at = ${now}
           WHERE id = ${id} AND status = 'active' AND next_due = ${from} RETURNING id`.pipe(Effect.map((r) => r.length > 0), Effect.orDie),
       setPaused: (id, pausedAt, now) => sql`UPDATE scheduled_tasks SET paused_at = ${pausedAt}, updated_at = ${now} WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+      resumeIn: (conversationId, now) =>
+        sql<{ id: string }>`UPDATE scheduled_tasks SET paused_at = NULL, updated_at = ${now}
+          WHERE conversation_id = ${conversationId} AND paused_at IS NOT NULL RETURNING id`.pipe(Effect.map((r) => r.length), Effect.orDie),
       recordRun: (run, now) =>
-        sql<{ n: number }>`INSERT INTO task_runs (task_id, due_at, outcome, skipped_through, created_at)
-          VALUES (${run.taskId}, ${run.dueAt}, ${run.outcome}, ${run.skippedThrough ?? null}, ${now})
+        sql<{ n: number }>`INSERT INTO task_runs (task_id, due_at, outcome, skipped_through, reason, created_at)
+          VALUES (${run.taskId}, ${run.dueAt}, ${run.outcome}, ${run.skippedThrough ?? null}, ${run.reason ?? null}, ${now})
           ON CONFLICT (task_id, due_at) DO NOTHING RETURNING 1 AS n`.pipe(Effect.map((r) => r.length > 0), Effect.orDie),
       attachMessage: (taskId, dueAt, messageId) =>
         sql`UPDATE task_runs SET message_id = ${messageId} WHERE task_id = ${taskId} AND due_at = ${dueAt}`.pipe(Effect.asVoid, Effect.orDie),
-      settle: (messageIds, turnId, outcome, now) =>
-        sql`UPDATE task_runs SET outcome = ${outcome}, turn_id = ${turnId}, finished_at = ${now}
-          WHERE message_id IN (SELECT value FROM json_each(${JSON.stringify(messageIds)})) AND outcome = 'queued'`.pipe(Effect.asVoid, Effect.orDie),
+      tokensSince,
+      tokensLeft: (messageIds, since) =>
+        Effect.gen(function* () {
+          const capped = yield* sql<{ id: string; cap: number }>`SELECT DISTINCT t.id, t.daily_tokens AS cap FROM task_runs r JOIN scheduled_tasks t ON t.id = r.task_id
+            WHERE r.message_id IN (SELECT value FROM json_each(${JSON.stringify(messageIds)})) AND t.daily_tokens IS NOT NULL`
+          let left: number | null = null
+          for (const { id, cap } of capped) {
+            const used = (yield* tokensSince(since, id)).get(id) ?? 0
+            left = Math.min(left ?? Infinity, Math.max(0, cap - used))
+          }
+          return left
+        }).pipe(Effect.orDie),
       lastRun: (taskId) => runs(taskId, 1).pipe(Effect.map((rs) => Option.fromNullable(rs[0]))),
       runs,
       lastUserMessageAt: (conversationId) =>

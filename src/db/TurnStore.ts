@@ -52,6 +52,13 @@ const createSql = `INSERT INTO turns (conversation_id, status, attempts, owner_e
   VALUES (?, 'running', 1, ?, ?, 0, ?, ?) RETURNING ${turnColumns}`
 const claimSql = "INSERT INTO delivery_claims (message_id, turn_id) VALUES (?, ?)"
 const finishSql = "UPDATE turns SET status = ?, error = ?, updated_at = ? WHERE id = ? AND status = 'running' AND owner_epoch = ? RETURNING id"
+// The scheduled runs whose messages the turn answered end with it, in the same transaction: a
+// kill -9 can never leave a run queued behind a finished turn (docs/schedules.md).
+const settleRunsSql = `UPDATE task_runs SET
+    outcome = CASE WHEN ? = 'failed' THEN 'failed'
+      WHEN EXISTS (SELECT 1 FROM deliveries d WHERE d.turn_id = ? AND d.kind = 'reply') THEN 'delivered' ELSE 'quiet' END,
+    turn_id = ?, finished_at = ?, reason = CASE WHEN ? = 'failed' THEN ? END
+  WHERE message_id IN (SELECT message_id FROM delivery_claims WHERE turn_id = ?) AND outcome = 'queued'`
 
 /** What `acquire` found for a conversation. */
 export type Acquired = Data.TaggedEnum<{
@@ -98,13 +105,14 @@ export declare namespace TurnStore {
     /** `acquire` for several conversations in ONE transaction: the dispatcher's batch (one answer per request, in order). */
     readonly acquireMany: (requests: ReadonlyArray<AcquireRequest>, now: number) => Effect.Effect<ReadonlyArray<Acquired>>
     /**
-     * running → completed: its claimed messages become handled by it, claims are dropped. `note`
+     * running → completed: its claimed messages become handled by it, claims are dropped, and the
+     * scheduled runs of those messages end `delivered` (it recorded a reply) or `quiet`. `note`
      * says how it ended when that was not with an answer (`blocked:needs_input`), kept in `error`.
      */
     readonly complete: (turnId: TurnId, epoch: HostEpoch, note?: string) => Effect.Effect<boolean>
     /** running → queued with a not-before time; claims stay with the turn. */
     readonly retryLater: (turnId: TurnId, epoch: HostEpoch, error: string, notBefore: number) => Effect.Effect<boolean>
-    /** running → failed for good: its messages count as handled (by a failed turn), claims are dropped. */
+    /** running → failed for good: its messages count as handled (by a failed turn), claims are dropped, their scheduled runs end `failed`. */
     readonly fail: (turnId: TurnId, epoch: HostEpoch, error: string) => Effect.Effect<boolean>
     /** Moves a surviving turn to this epoch (and optionally a new executor). */
     readonly adopt: (turnId: TurnId, owner: TurnOwner) => Effect.Effect<boolean>
@@ -190,6 +198,7 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
         // Turns that end together (a restart's backlog, a burst) share a commit.
         grouped((db) => {
           if (db.run(finishSql, status, error, now, turnId, epoch).changes === 0) return false
+          db.run(settleRunsSql, status, turnId, turnId, now, status, error, turnId)
           db.run("UPDATE messages SET handled_by = ? WHERE id IN (SELECT message_id FROM delivery_claims WHERE turn_id = ?)", turnId, turnId)
           db.run("DELETE FROM delivery_claims WHERE turn_id = ?", turnId)
           return true

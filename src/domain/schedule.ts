@@ -27,6 +27,8 @@ export const WorkspaceScheduleFields = {
   notifySkipped: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   /** With no user message in the conversation for this long, the schedule pauses (the user is told once). */
   pauseAfterIdleDays: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 3650)), { default: () => 14 }),
+  /** Most gateway tokens the schedule's turns may spend per UTC day; a run due at or over it is skipped (recorded with the reason). */
+  scheduleDailyTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
   /** Agents may create their own tasks (the `tasks.*` host actions); false hides them. */
   tasks: Schema.optionalWith(Schema.Boolean, { default: () => true })
 }

@@ -40,6 +40,11 @@ export class TaskRun extends Schema.Class<TaskRun>("TaskRun")({
   messageId: Schema.NullOr(Schema.Number),
   turnId: Schema.NullOr(Schema.Number),
   skippedThrough: Schema.NullOr(Schema.Number),
+  /** Why it was skipped (downtime, its daily token cap) or failed. */
+  reason: Schema.NullOr(Schema.String),
   createdAt: Schema.Number,
   finishedAt: Schema.NullOr(Schema.Number)
 }) {}
+
+/** Start of the UTC day of `now`: a task's `dailyTokens` count from here, like the gateway's daily budgets. */
+export const utcMidnight = (now: number): number => now - (now % 86_400_000)

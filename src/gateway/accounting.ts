@@ -47,6 +47,7 @@ export const makeAccounting = (budgets: Budgets, emit: (event: GatewayEvent) => 
       at: t,
       workspace: ctx.grant.workspace,
       conversationId: ctx.grant.conversationId,
+      turnId: ctx.grant.turnId,
       model: ctx.model,
       deployment,
       api: ctx.api,

@@ -10,6 +10,8 @@ export interface UsageEvent {
   readonly at: number
   readonly workspace: string
   readonly conversationId: string
+  /** The turn whose token made the request; null for a gateway key or a token minted without one. */
+  readonly turnId: number | null
   /** The public model name the client asked for. */
   readonly model: string
   readonly deployment: string

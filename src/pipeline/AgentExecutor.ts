@@ -43,6 +43,11 @@ export interface TurnInput {
    * still goes through `reply`, which alone is delivered.
    */
   readonly progress: (event: TurnProgress) => Effect.Effect<void>
+  /**
+   * Tokens the turn may still spend through the gateway, when something caps it (a scheduled
+   * task's `dailyTokens`): the turn's gateway token carries it as its budget.
+   */
+  readonly tokenBudget?: number
 }
 
 /** What an executor reports while a turn runs: text of the reply it is writing. */

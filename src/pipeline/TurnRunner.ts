@@ -6,6 +6,7 @@ import { TaskStore } from "../db/TaskStore.js"
 import { TurnStore } from "../db/TurnStore.js"
 import type { ExecutorId, HostEpoch, MessageId } from "../domain/ids.js"
 import type { Message } from "../domain/message.js"
+import { utcMidnight } from "../domain/task.js"
 import type { Turn } from "../domain/turn.js"
 import type { Conversation } from "../domain/workspace.js"
 import { AgentExecutor, TurnBlocked, TurnFailed, type TurnInput } from "./AgentExecutor.js"
@@ -95,6 +96,9 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         const claimed = started.loaded?.messages ?? (yield* messages.byIds(started.messageIds))
         // A turn of scheduled messages only may stay silent: NO_REPLY is not delivered.
         const scheduled = claimed.length > 0 && claimed.every((m) => m.sender === SCHEDULE_SENDER)
+        // A turn of scheduled messages spends at most what their capped tasks have left today (UTC).
+        const now = yield* Clock.currentTimeMillis
+        const tokenBudget = scheduled ? yield* tasks.tokensLeft(started.messageIds, utcMidnight(now)) : null
         const { connection, place } = conversation.value
         const feed = yield* channels.progress({ conversationId: turn.conversationId, connection, place, turnId: turn.id })
         const input: TurnInput = {
@@ -111,22 +115,16 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
             }),
           notice: (key, text) => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey: `t${turn.id}:${key}`, kind: "notice", text }]),
           // Deltas belong to the next reply: they carry the key its delivery will have.
-          progress: (event) => Effect.suspend(() => feed.delta(`t${turn.id}:${n}`, event.text))
+          progress: (event) => Effect.suspend(() => feed.delta(`t${turn.id}:${n}`, event.text)),
+          ...(tokenBudget !== null ? { tokenBudget } : {})
         }
-        return { input: yield* startAfresh(input), scheduled: claimed.some((m) => m.sender === SCHEDULE_SENDER), replies: () => n }
+        return yield* startAfresh(input)
       })
 
     const run = Effect.fn("TurnRunner.run")(function* (started: StartedTurn) {
       const { turn, epoch } = started
-      let settle = (_outcome: "delivered" | "quiet" | "failed"): Effect.Effect<void> => Effect.void
+      // The runs of scheduled messages end with the turn (complete or fail settles them).
       const outcome = yield* prepare(started).pipe(
-        Effect.tap((p) => {
-          // The runs of scheduled messages end with the turn: delivered, quiet (nothing said) or failed.
-          if (p.scheduled) {
-            settle = (o) => Effect.flatMap(Clock.currentTimeMillis, (now) => tasks.settle(started.messageIds, turn.id, o === "delivered" && p.replies() === 0 ? "quiet" : o, now))
-          }
-        }),
-        Effect.map((p) => p.input),
         Effect.flatMap((input) =>
           // Nothing after a `/new`: no agent turn.
           input.messages.length === 0 && !started.adopted ? Effect.void : (started.adopted ? executor.adopt(input) : executor.execute(input)).pipe(
@@ -146,12 +144,10 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         const blocked = outcome.right instanceof TurnBlocked ? outcome.right : null
         if (blocked === null) {
           if (!(yield* turns.complete(turn.id, epoch))) return TurnOutcome.Lost()
-          yield* settle("delivered")
           return TurnOutcome.Completed()
         }
         yield* Effect.logInfo("turn ended blocked").pipe(Effect.annotateLogs({ turn: turn.id, state: blocked.state }))
         if (!(yield* turns.complete(turn.id, epoch, `blocked:${blocked.state}`))) return TurnOutcome.Lost()
-        yield* settle("delivered")
         return TurnOutcome.Blocked({ state: blocked.state })
       }
       const failure = outcome.left
@@ -164,7 +160,6 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         return (yield* turns.retryLater(turn.id, epoch, `${failure.code}: ${failure.reason}`, at)) ? TurnOutcome.RetryAt({ at }) : TurnOutcome.Lost()
       }
       if (!(yield* turns.fail(turn.id, epoch, `${failure.code}: ${failure.reason}`))) return TurnOutcome.Lost()
-      yield* settle("failed")
       yield* outbox.record(turn.conversationId, turn.id, [{
         idempotencyKey: `t${turn.id}:failed`,
         kind: "notice",

@@ -152,7 +152,14 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       const now = yield* Clock.currentTimeMillis
       const token = model !== null
         ? Option.some(yield* Effect.acquireRelease(
-          gateway.mintToken({ workspace: w.id, conversationId: input.conversation.id, models: [model], expiresAt: now + w.sandbox.timeoutSeconds * 1000 }),
+          gateway.mintToken({
+            workspace: w.id,
+            conversationId: input.conversation.id,
+            turnId: input.turn.id,
+            models: [model],
+            expiresAt: now + w.sandbox.timeoutSeconds * 1000,
+            ...(input.tokenBudget !== undefined ? { tokenBudget: input.tokenBudget } : {})
+          }),
           (minted) => minted.revoke
         ))
         : Option.none()

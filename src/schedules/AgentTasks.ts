@@ -18,6 +18,7 @@ interface ScheduleInput {
   readonly everySeconds?: number
   readonly timezone?: string
   readonly conversation?: string
+  readonly dailyTokens?: number
 }
 
 interface CallContext {
@@ -102,7 +103,7 @@ export class AgentTasks extends Context.Tag("pynchy/AgentTasks")<AgentTasks, Age
           catchUpMs: CATCH_UP_MS,
           notifySkipped: false,
           pauseAfterMs: null,
-          dailyTokens: null,
+          dailyTokens: input.dailyTokens ?? null,
           definition: JSON.stringify(input),
           nextDue: next
         }, now)
@@ -117,7 +118,8 @@ export class AgentTasks extends Context.Tag("pynchy/AgentTasks")<AgentTasks, Age
         const tasks = yield* store.list({ workspace: here.workspace, activeOnly: true })
         return {
           tasks: tasks.filter((t) => t.kind === "task").map((t) => ({
-            id: t.id, prompt: t.prompt, when: whenOf(t), conversation: t.conversationId, nextDue: t.nextDue === null ? null : new Date(t.nextDue).toISOString()
+            id: t.id, prompt: t.prompt, when: whenOf(t), conversation: t.conversationId, nextDue: t.nextDue === null ? null : new Date(t.nextDue).toISOString(),
+            ...(t.dailyTokens !== null ? { dailyTokens: t.dailyTokens } : {})
           }))
         }
       })
@@ -140,7 +142,7 @@ export class AgentTasks extends Context.Tag("pynchy/AgentTasks")<AgentTasks, Age
         offered,
         handler: {
           name: "tasks.schedule",
-          description: "Schedule a task: a prompt that runs as a turn later, once (`at`, an ISO time) or repeatedly (`cron`, 5 or 6 fields, or `everySeconds`), in this conversation unless `conversation` names another of this workspace's.",
+          description: "Schedule a task: a prompt that runs as a turn later, once (`at`, an ISO time) or repeatedly (`cron`, 5 or 6 fields, or `everySeconds`), in this conversation unless `conversation` names another of this workspace's. `dailyTokens` caps what its runs may spend per UTC day (a run due at or over it is skipped).",
           risk: "low",
           inputSchema: {
             type: "object",
@@ -150,7 +152,8 @@ export class AgentTasks extends Context.Tag("pynchy/AgentTasks")<AgentTasks, Age
               at: { type: "string" },
               everySeconds: { type: "integer", minimum: 1 },
               timezone: { type: "string" },
-              conversation: { type: "string" }
+              conversation: { type: "string" },
+              dailyTokens: { type: "integer", minimum: 1 }
             },
             required: ["prompt"],
             additionalProperties: false

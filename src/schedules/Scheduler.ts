@@ -4,13 +4,14 @@ import { HostConfig } from "../config/HostConfig.js"
 import { MessageStore } from "../db/MessageStore.js"
 import { TaskStore } from "../db/TaskStore.js"
 import { conversationIdOf } from "../domain/ids.js"
-import type { ScheduledTask } from "../domain/task.js"
+import { type ScheduledTask, utcMidnight } from "../domain/task.js"
+import { InboundCommitted } from "../pipeline/InboundCommitted.js"
 import { Outbox } from "../pipeline/Outbox.js"
 import { TurnSignal } from "../pipeline/TurnSignal.js"
 import { AgentTasks } from "./AgentTasks.js"
 import { recurrenceOf, scheduleRowOf } from "./definitions.js"
 import { latestDue, nextDue } from "./due.js"
-import { enqueueRun } from "./runs.js"
+import { enqueueRun, SCHEDULE_SENDER } from "./runs.js"
 
 /** What firing a due task did. */
 export type Fired = "ran" | "skipped" | "paused" | "gone"
@@ -46,6 +47,12 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
     const wakeups = yield* Queue.sliding<void>(1)
     // Tasks agents create or cancel wake the timer too.
     const { changes } = yield* AgentTasks
+    // A user's message resumes its conversation's paused schedule at once (a due time checks again
+    // anyway, for messages other processes commit).
+    yield* Effect.flatMap(InboundCommitted, (inbound) =>
+      inbound.consume((m) =>
+        m.sender === SCHEDULE_SENDER ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.asVoid(store.resumeIn(m.conversationId, now)))
+      ))
     let firedCount = 0
 
     // The config's schedules become rows. An unchanged one keeps its stored due time (so a run
@@ -80,7 +87,7 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
         const tooOld = now - latest > t.catchUpMs
         const skippedThrough = tooOld ? latest : latest > due ? latestDue(recurrence, due, latest - 1) : null
         if (skippedThrough !== null) {
-          yield* store.recordRun({ taskId: t.id, dueAt: due, outcome: "skipped", skippedThrough }, now)
+          yield* store.recordRun({ taskId: t.id, dueAt: due, outcome: "skipped", skippedThrough, reason: "the host was down" }, now)
           if (t.notifySkipped) {
             yield* notice(t, `skipped:${due}`, `(Skipped scheduled runs from ${new Date(due).toISOString()} to ${new Date(skippedThrough).toISOString()}: the host was down.)`)
           }
@@ -102,6 +109,17 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
             return "paused" as const
           }
           if (t.pausedAt !== null) yield* store.setPaused(t.id, null, now)
+        }
+        if (t.dailyTokens !== null) {
+          // Its turns' gateway usage today (UTC): at or over its cap, the run is skipped with the reason.
+          const used = (yield* store.tokensSince(utcMidnight(now), t.id)).get(t.id) ?? 0
+          if (used >= t.dailyTokens) {
+            const reason = `daily token cap: ${used} of ${t.dailyTokens} tokens used today (UTC)`
+            yield* store.recordRun({ taskId: t.id, dueAt: latest, outcome: "skipped", reason }, now)
+            if (t.notifySkipped) yield* notice(t, `capped:${latest}`, `(Skipped the scheduled '${t.id}' run: its ${reason}.)`)
+            yield* store.advance(t.id, due, next, now)
+            return "skipped" as const
+          }
         }
         yield* enqueueRun(t, latest, now).pipe(Effect.provide(context))
         yield* store.advance(t.id, due, next, now)

@@ -20,7 +20,7 @@ export const recurrenceOf = (t: Pick<ScheduledTask, "cron" | "timezone" | "every
 export const scheduleRowOf = (w: Workspace & { readonly schedule: string }, now: number): NewTask => {
   const { connection, place } = parseDeliverTo(w.deliverTo ?? "cli:schedule")
   const timezone = w.timezone ?? hostTimeZone()
-  const definition = JSON.stringify([w.schedule, timezone, w.scheduledPrompt, w.deliverTo, w.catchUpWindow, w.notifySkipped, w.pauseAfterIdleDays])
+  const definition = JSON.stringify([w.schedule, timezone, w.scheduledPrompt, w.deliverTo, w.catchUpWindow, w.notifySkipped, w.pauseAfterIdleDays, w.scheduleDailyTokens ?? null])
   return {
     id: scheduleIdOf(w.id),
     workspace: w.id as WorkspaceId,
@@ -37,7 +37,7 @@ export const scheduleRowOf = (w: Workspace & { readonly schedule: string }, now:
     catchUpMs: parseWindow(w.catchUpWindow) ?? 3_600_000,
     notifySkipped: w.notifySkipped,
     pauseAfterMs: w.pauseAfterIdleDays * 86_400_000,
-    dailyTokens: null,
+    dailyTokens: w.scheduleDailyTokens ?? null,
     definition,
     nextDue: nextDue({ _tag: "Cron", cron: Either.getOrThrow(parseCron(w.schedule, timezone)) }, now)
   }

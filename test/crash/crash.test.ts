@@ -29,6 +29,13 @@ describe("crash safety (kill -9 of a real host process)", () => {
     assert.isAbove(report.deliveries.unknown ?? 0, 0)
   })
 
+  it("12 kills with an every-second schedule: no run is left queued behind a finished turn, every run delivered by the turn that answered it", { timeout: 900_000 }, async () => {
+    const report = await runCrashDrill({ kills: 12, maxKills: 60, require: ["scheduledRunOpen"], idempotent: true, schedule: true, seed: 13 })
+    assert.deepStrictEqual(report.problems, [])
+    // Kills landed while a scheduled run was open (fired, its turn not ended): its recovery was taken.
+    assert.isAbove(report.windows.scheduledRunOpen, 0)
+  })
+
   it.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))(
     "15 kills with turns in real bwrap sandboxes and hostile leftovers at each restart: nothing lost or duplicated, no bystander killed, no setuid file kept",
     { timeout: 900_000 },

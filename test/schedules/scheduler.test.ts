@@ -10,6 +10,7 @@ import { AgentExecutor, ExecutorLiveness, TurnFailed } from "../../src/pipeline/
 import type { Channel } from "../../src/pipeline/channel-contract.js"
 import { Channels } from "../../src/pipeline/Channels.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
+import { taskSummaries } from "../../src/schedules/summary.js"
 import { tempDir } from "../support/db.js"
 
 const quiet = Logger.minimumLogLevel(LogLevel.None)
@@ -127,7 +128,7 @@ describe("workspace schedules (TestClock)", () => {
       assert.strictEqual(task._tag === "Some" ? iso(task.value.nextDue!) : "", "05:00:00")
     }))
 
-  it.scoped("a schedule whose conversation is idle for pauseAfterIdleDays pauses and says so once", () =>
+  it.scoped("a schedule whose conversation is idle for pauseAfterIdleDays pauses and says so once; the user's next message resumes it", () =>
     Effect.gen(function* () {
       // The host is restarted across each jump of the clock (a running host publishes its status every second).
       const dir = tempDir()
@@ -150,9 +151,21 @@ describe("workspace schedules (TestClock)", () => {
       yield* Effect.scoped(Effect.gen(function* () {
         const ctx = yield* host(dir, sixHourly, sent)
         yield* Effect.repeatN(Effect.yieldNow(), 2_000)
-        const task = yield* Effect.flatMap(TaskStore, (s) => s.get("ws:main")).pipe(Effect.provide(ctx))
-        assert.isTrue(task._tag === "Some" && task.value.pausedAt === T0 + 30 * 3_600_000)
+        const store = yield* Effect.provide(TaskStore, ctx)
+        const pausedAt = Effect.map(store.get("ws:main"), (t) => (t._tag === "Some" ? t.value.pausedAt : -1))
+        assert.strictEqual(yield* pausedAt, T0 + 30 * 3_600_000)
+        assert.strictEqual(sent.length, 2)
+        // The user writes in the conversation: answered, and the schedule resumes at once.
+        yield* Effect.flatMap(Ingest, (i) => i.ingest({ connection: "test", place: "p", providerEventId: "back", sender: "u", text: "I'm back" })).pipe(Effect.provide(ctx))
+        yield* spin(() => sent.length === 3, "the user's message answered")
+        let resumed = false
+        yield* spin(() => resumed, "the schedule resumed").pipe(Effect.race(Effect.forever(Effect.tap(pausedAt, (p) => Effect.sync(() => { resumed = p === null })))))
+        const tasks = yield* taskSummaries.pipe(Effect.provide(ctx))
+        assert.strictEqual(tasks[0]!.status, "active")
       }))
-      assert.strictEqual(sent.length, 2)
+      assert.strictEqual(sent[2], "test:p did: I'm back")
+      // Its next due time (60:00) runs again.
+      yield* at(T0 + 60 * 3_600_000 + 1_000, () => sent.length === 4, "the first run after the resume")
+      assert.strictEqual(sent[3], "test:p did: anything?")
     }))
 })
