@@ -2,9 +2,11 @@
  * What the agent-session seam costs per call: `registry.inspect` (lookup, the deadline as
  * `Effect.timeout` with an AbortSignal, the answer normalized into a status) against awaiting the
  * same callback directly, in the same run. The callback answers at once, so the difference is all
- * seam. Twice: a callback that never reads `opts.signal`, and one that does.
+ * seam. Twice: a callback that never reads `opts.signal`, and one that does. Two Effect floors in
+ * the same run place it: `Effect.tryPromise` alone (Effect's async boundary), and with
+ * `Effect.timeoutFail` (the deadline the contract asks for, without lookup, signal or decode).
  */
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { AgentSessionRuntimeRegistry } from "../../src/runtimes/agent-session/AgentSessionRuntimeRegistry.js"
 import type { CallOptions, SessionRef } from "../../src/runtimes/agent-session/runtime.js"
 import type { Row } from "./types.js"
@@ -50,6 +52,19 @@ const viaTryPromise = (calls: number) =>
     return ((performance.now() - start) * 1000) / calls
   })
 
+/** µs per Effect.tryPromise under Effect.timeoutFail: the deadline alone, no signal, no decode. */
+const viaTimeoutFloor = (calls: number) =>
+  Effect.gen(function* () {
+    const ref = refOf("bare")
+    const opts: CallOptions = { now: 0, signal: new AbortController().signal, timeoutMs: 60_000 }
+    const call = Effect.tryPromise({ try: () => plain(ref, opts), catch: () => "failed" as const }).pipe(
+      Effect.timeoutFail({ duration: Duration.millis(60_000), onTimeout: () => "timeout" as const })
+    )
+    const start = performance.now()
+    for (let i = 0; i < calls; i++) yield* call
+    return ((performance.now() - start) * 1000) / calls
+  })
+
 export default async function (): Promise<Array<Row>> {
   return Effect.runPromise(
     Effect.gen(function* () {
@@ -60,7 +75,14 @@ export default async function (): Promise<Array<Row>> {
         const check = yield* registry.inspect(refOf(id))
         if (check.state !== "idle") throw new Error(`the bench runtime '${id}' answered ${check.state}/${check.error?.code}`)
       }
-      const samples = { plain: [] as Array<number>, signal: [] as Array<number>, barePlain: [] as Array<number>, bareSignal: [] as Array<number>, effect: [] as Array<number> }
+      const samples = {
+        plain: [] as Array<number>,
+        signal: [] as Array<number>,
+        barePlain: [] as Array<number>,
+        bareSignal: [] as Array<number>,
+        effect: [] as Array<number>,
+        deadline: [] as Array<number>
+      }
       for (let r = -1; r < ROUNDS; r++) {
         const n = r < 0 ? WARMUP : CALLS
         const round = {
@@ -68,7 +90,8 @@ export default async function (): Promise<Array<Row>> {
           barePlain: yield* Effect.promise(() => bare(plain, n)),
           signal: yield* viaRegistry(registry, "signal", n),
           bareSignal: yield* Effect.promise(() => bare(readsSignal, n)),
-          effect: yield* viaTryPromise(n)
+          effect: yield* viaTryPromise(n),
+          deadline: yield* viaTimeoutFloor(n)
         }
         if (r < 0) continue
         for (const k of Object.keys(samples) as Array<keyof typeof samples>) samples[k].push(round[k])
@@ -78,7 +101,8 @@ export default async function (): Promise<Array<Row>> {
         signal: median(samples.signal),
         barePlain: median(samples.barePlain),
         bareSignal: median(samples.bareSignal),
-        effect: median(samples.effect)
+        effect: median(samples.effect),
+        deadline: median(samples.deadline)
       }
       return [
         { name: "registry.inspect with deadline, per call", value: m.plain, unit: "µs", baseline: { name: "bare awaited callback", value: m.barePlain } },
@@ -90,7 +114,13 @@ export default async function (): Promise<Array<Row>> {
           baseline: { name: "bare awaited callback", value: m.bareSignal }
         },
         { name: "registry call overhead, callback reads opts.signal", value: m.signal - m.bareSignal, unit: "µs", goal: GOAL },
-        { name: "registry.inspect with deadline (vs Effect's async floor)", value: m.plain, unit: "µs", baseline: { name: "Effect.tryPromise, no deadline", value: m.effect } }
+        { name: "registry.inspect with deadline (vs Effect's async floor)", value: m.plain, unit: "µs", baseline: { name: "Effect.tryPromise, no deadline", value: m.effect } },
+        {
+          name: "registry.inspect with deadline (vs the deadline's own floor)",
+          value: m.plain,
+          unit: "µs",
+          baseline: { name: "Effect.tryPromise + Effect.timeoutFail", value: m.deadline }
+        }
       ]
     }).pipe(Effect.provide(AgentSessionRuntimeRegistry.layer))
   )
