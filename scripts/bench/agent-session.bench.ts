@@ -23,22 +23,34 @@ const plain = async (_ref: SessionRef, _opts: CallOptions) => answer
 const readsSignal = async (_ref: SessionRef, opts: CallOptions) => (opts.signal.aborted ? undefined : answer)
 const refOf = (runtime: string): SessionRef => ({ runtime, sessionId: "s1" })
 
+/**
+ * Each loop is timed twice: wall time, and the process's CPU time (user + system, GC threads
+ * included). On a machine other work is loading, wall time counts the waits for a core; CPU time
+ * is what the calls themselves cost, and stays comparable between runs.
+ */
+interface PerCall { readonly wall: number; readonly cpu: number }
+const startClocks = () => ({ wall: performance.now(), cpu: process.cpuUsage() })
+const perCall = (start: ReturnType<typeof startClocks>, calls: number): PerCall => {
+  const cpu = process.cpuUsage(start.cpu)
+  return { wall: ((performance.now() - start.wall) * 1000) / calls, cpu: (cpu.user + cpu.system) / calls }
+}
+
 /** µs per awaited call of the bare callback (one options object for all calls: no deadline). */
 const bare = async (callback: (ref: SessionRef, opts: CallOptions) => Promise<unknown>, calls: number) => {
   const ref = refOf("bare")
   const opts: CallOptions = { now: 0, signal: new AbortController().signal, timeoutMs: 60_000 }
-  const start = performance.now()
+  const start = startClocks()
   for (let i = 0; i < calls; i++) await callback(ref, opts)
-  return ((performance.now() - start) * 1000) / calls
+  return perCall(start, calls)
 }
 
 /** µs per `registry.inspect`, all calls inside one Effect program (as the host makes them). */
 const viaRegistry = (registry: AgentSessionRuntimeRegistry.Service, runtimeId: string, calls: number) =>
   Effect.gen(function* () {
     const ref = refOf(runtimeId)
-    const start = performance.now()
+    const start = startClocks()
     for (let i = 0; i < calls; i++) yield* registry.inspect(ref)
-    return ((performance.now() - start) * 1000) / calls
+    return perCall(start, calls)
   })
 
 /** µs per Effect.tryPromise of the callback: Effect's own async boundary, no deadline, no decode. */
@@ -47,9 +59,9 @@ const viaTryPromise = (calls: number) =>
     const ref = refOf("bare")
     const opts: CallOptions = { now: 0, signal: new AbortController().signal, timeoutMs: 60_000 }
     const call = Effect.tryPromise({ try: () => plain(ref, opts), catch: () => "failed" as const })
-    const start = performance.now()
+    const start = startClocks()
     for (let i = 0; i < calls; i++) yield* call
-    return ((performance.now() - start) * 1000) / calls
+    return perCall(start, calls)
   })
 
 /** µs per Effect.tryPromise under Effect.timeoutFail: the deadline alone, no signal, no decode. */
@@ -60,9 +72,9 @@ const viaTimeoutFloor = (calls: number) =>
     const call = Effect.tryPromise({ try: () => plain(ref, opts), catch: () => "failed" as const }).pipe(
       Effect.timeoutFail({ duration: Duration.millis(60_000), onTimeout: () => "timeout" as const })
     )
-    const start = performance.now()
+    const start = startClocks()
     for (let i = 0; i < calls; i++) yield* call
-    return ((performance.now() - start) * 1000) / calls
+    return perCall(start, calls)
   })
 
 export default async function (): Promise<Array<Row>> {
@@ -75,14 +87,8 @@ export default async function (): Promise<Array<Row>> {
         const check = yield* registry.inspect(refOf(id))
         if (check.state !== "idle") throw new Error(`the bench runtime '${id}' answered ${check.state}/${check.error?.code}`)
       }
-      const samples = {
-        plain: [] as Array<number>,
-        signal: [] as Array<number>,
-        barePlain: [] as Array<number>,
-        bareSignal: [] as Array<number>,
-        effect: [] as Array<number>,
-        deadline: [] as Array<number>
-      }
+      const keys = ["plain", "signal", "barePlain", "bareSignal", "effect", "deadline"] as const
+      const samples = Object.fromEntries(keys.map((k) => [k, [] as Array<PerCall>])) as Record<(typeof keys)[number], Array<PerCall>>
       for (let r = -1; r < ROUNDS; r++) {
         const n = r < 0 ? WARMUP : CALLS
         const round = {
@@ -94,16 +100,11 @@ export default async function (): Promise<Array<Row>> {
           deadline: yield* viaTimeoutFloor(n)
         }
         if (r < 0) continue
-        for (const k of Object.keys(samples) as Array<keyof typeof samples>) samples[k].push(round[k])
+        for (const k of keys) samples[k].push(round[k])
       }
-      const m = {
-        plain: median(samples.plain),
-        signal: median(samples.signal),
-        barePlain: median(samples.barePlain),
-        bareSignal: median(samples.bareSignal),
-        effect: median(samples.effect),
-        deadline: median(samples.deadline)
-      }
+      const medians = (of: keyof PerCall) => Object.fromEntries(keys.map((k) => [k, median(samples[k].map((x) => x[of]))])) as Record<(typeof keys)[number], number>
+      const m = medians("wall")
+      const c = medians("cpu")
       return [
         { name: "registry.inspect with deadline, per call", value: m.plain, unit: "µs", baseline: { name: "bare awaited callback", value: m.barePlain } },
         { name: "registry call overhead (with deadline - bare)", value: m.plain - m.barePlain, unit: "µs", goal: GOAL },
@@ -120,6 +121,15 @@ export default async function (): Promise<Array<Row>> {
           value: m.plain,
           unit: "µs",
           baseline: { name: "Effect.tryPromise + Effect.timeoutFail", value: m.deadline }
+        },
+        { name: "CPU time: registry.inspect with deadline, per call", value: c.plain, unit: "µs", baseline: { name: "bare awaited callback", value: c.barePlain } },
+        { name: "CPU time: registry call overhead (with deadline - bare)", value: c.plain - c.barePlain, unit: "µs", goal: GOAL },
+        { name: "CPU time: registry call overhead, callback reads opts.signal", value: c.signal - c.bareSignal, unit: "µs", goal: GOAL },
+        {
+          name: "CPU time: registry.inspect with deadline (vs the deadline's own floor)",
+          value: c.plain,
+          unit: "µs",
+          baseline: { name: "Effect.tryPromise + Effect.timeoutFail", value: c.deadline }
         }
       ]
     }).pipe(Effect.provide(AgentSessionRuntimeRegistry.layer))
