@@ -106,10 +106,14 @@ export declare namespace TurnStore {
     readonly acquireMany: (requests: ReadonlyArray<AcquireRequest>, now: number) => Effect.Effect<ReadonlyArray<Acquired>>
     /**
      * running → completed: its claimed messages become handled by it, claims are dropped, and the
-     * scheduled runs of those messages end `delivered` (it recorded a reply) or `quiet`. `note`
-     * says how it ended when that was not with an answer (`blocked:needs_input`), kept in `error`.
+     * scheduled runs of those messages end `delivered` (it recorded a reply) or `quiet`.
      */
-    readonly complete: (turnId: TurnId, epoch: HostEpoch, note?: string) => Effect.Effect<boolean>
+    readonly complete: (turnId: TurnId, epoch: HostEpoch) => Effect.Effect<boolean>
+    /**
+     * running → blocked, final as completed (handled messages, claims dropped, scheduled runs
+     * settled, no retry): it ended waiting on a human in `state` (`needs_input`), kept in `error`.
+     */
+    readonly block: (turnId: TurnId, epoch: HostEpoch, state: string) => Effect.Effect<boolean>
     /** running → queued with a not-before time; claims stay with the turn. */
     readonly retryLater: (turnId: TurnId, epoch: HostEpoch, error: string, notBefore: number) => Effect.Effect<boolean>
     /** running → failed for good: its messages count as handled (by a failed turn), claims are dropped, their scheduled runs end `failed`. */
@@ -130,6 +134,8 @@ export declare namespace TurnStore {
     readonly conversationsWithWork: Effect.Effect<ReadonlyArray<ConversationId>>
     readonly recent: (conversationId: ConversationId, limit: number) => Effect.Effect<ReadonlyArray<Turn>>
     readonly countByStatus: Effect.Effect<Record<string, number>>
+    /** Conversations whose latest turn ended blocked (waiting on a human), newest first. */
+    readonly latestBlocked: (limit: number) => Effect.Effect<ReadonlyArray<Turn>>
   }
 }
 
@@ -193,7 +199,7 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
     const acquire = (conversationId: ConversationId, owner: TurnOwner, now: number) =>
       Effect.map(acquireMany([{ conversationId, owner }], now), (results) => results[0]!)
 
-    const finish = (turnId: TurnId, epoch: HostEpoch, status: "completed" | "failed", error: string | null) =>
+    const finish = (turnId: TurnId, epoch: HostEpoch, status: "completed" | "blocked" | "failed", error: string | null) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
         // Turns that end together (a restart's backlog, a burst) share a commit.
         grouped((db) => {
@@ -236,7 +242,8 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
     return TurnStore.of({
       acquire,
       acquireMany,
-      complete: (turnId, epoch, note) => finish(turnId, epoch, "completed", note ?? null),
+      complete: (turnId, epoch) => finish(turnId, epoch, "completed", null),
+      block: (turnId, epoch, state) => finish(turnId, epoch, "blocked", state),
       fail: (turnId, epoch, error) => finish(turnId, epoch, "failed", error),
       retryLater: (turnId, epoch, error, notBefore) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => sql`UPDATE turns SET status = 'queued', owner_epoch = NULL, executor_id = NULL, error = ${error}, not_before = ${notBefore}, updated_at = ${now}
@@ -263,7 +270,14 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
       countByStatus: sql<{ status: string; n: number }>`SELECT status, COUNT(*) AS n FROM turns GROUP BY status`.pipe(
         Effect.map((rows) => Object.fromEntries(rows.map((r) => [r.status, r.n]))),
         Effect.orDie
-      )
+      ),
+      latestBlocked: (limit) =>
+        SqlSchema.findAll({
+          Request: Schema.Void,
+          Result: TurnRow,
+          execute: () => sql`SELECT ${sql.literal(turnColumns)} FROM turns t WHERE status = 'blocked'
+            AND id = (SELECT MAX(id) FROM turns WHERE conversation_id = t.conversation_id) ORDER BY id DESC LIMIT ${limit}`
+        })(undefined).pipe(Effect.map((rows) => rows.map(toTurn)), Effect.orDie)
     })
   })
 

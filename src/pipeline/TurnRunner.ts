@@ -147,7 +147,7 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
           return TurnOutcome.Completed()
         }
         yield* Effect.logInfo("turn ended blocked").pipe(Effect.annotateLogs({ turn: turn.id, state: blocked.state }))
-        if (!(yield* turns.complete(turn.id, epoch, `blocked:${blocked.state}`))) return TurnOutcome.Lost()
+        if (!(yield* turns.block(turn.id, epoch, blocked.state))) return TurnOutcome.Lost()
         return TurnOutcome.Blocked({ state: blocked.state })
       }
       const failure = outcome.left

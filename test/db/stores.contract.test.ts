@@ -162,6 +162,31 @@ describe.each(databases)("stores on the $name database", ({ layer }) => {
       assert.strictEqual((yield* turns.acquire(conv, owner, 200))._tag, "Idle")
     })))
 
+  it.effect("a blocked turn is final like a completed one: messages handled, claims dropped, fenced, not acquired again", () =>
+    run(Effect.gen(function* () {
+      const messages = yield* MessageStore
+      const turns = yield* TurnStore
+      yield* messages.ingestBatch([row("1")])
+      const a = yield* turns.acquire(conv, owner, 1)
+      if (a._tag !== "Started") return assert.fail("not started")
+      assert.isFalse(yield* turns.block(a.turn.id, HostEpoch.make("stale"), "needs_input"))
+      assert.isTrue(yield* turns.block(a.turn.id, epoch, "needs_input"))
+      const stored = Option.getOrThrow(yield* turns.get(a.turn.id))
+      assert.deepStrictEqual([stored.status, stored.error, stored.attempts], ["blocked", "needs_input", 1])
+      assert.deepStrictEqual((yield* messages.byIds(a.messageIds)).map((m) => m.handledBy), [a.turn.id])
+      assert.deepStrictEqual(yield* turns.claimsOf(a.turn.id), [])
+      assert.strictEqual((yield* turns.acquire(conv, owner, 2))._tag, "Idle")
+      assert.deepStrictEqual((yield* turns.latestBlocked(10)).map((t) => t.id), [a.turn.id])
+      // The next message is a new turn; once it completes the conversation is no longer blocked.
+      yield* messages.ingestBatch([row("2")])
+      const b = yield* turns.acquire(conv, owner, 3)
+      if (b._tag !== "Started") return assert.fail("the next message did not start a turn")
+      assert.notStrictEqual(b.turn.id, a.turn.id)
+      assert.isTrue(yield* turns.complete(b.turn.id, epoch))
+      assert.deepStrictEqual(yield* turns.latestBlocked(10), [])
+      assert.deepStrictEqual(yield* turns.countByStatus, { blocked: 1, completed: 1 })
+    })))
+
   it.effect("orphan release interrupts dead executors' turns and keeps survivors' claims", () =>
     run(Effect.gen(function* () {
       const messages = yield* MessageStore

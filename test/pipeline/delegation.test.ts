@@ -34,7 +34,7 @@ const register = (registry: AgentSessionRuntimeRegistry.Service) =>
   })
 
 describe("delegated turns (agent-session runtimes)", () => {
-  it.live("each state ends the turn its own way: completed replies, needs_input tells the user (blocked), dead and a missing session fail with a notice", () =>
+  it.live("each state ends the turn its own way: completed replies, needs_input tells the user and the turn is stored blocked (final, the next message runs), dead and a missing session fail with a notice", () =>
     Effect.gen(function* () {
       const dir = tempDir()
       sessions.done = { answer: { state: "completed", finalResponse: "the answer", latestResponse: "thinking..." }, prompts: [] }
@@ -63,7 +63,7 @@ describe("delegated turns (agent-session runtimes)", () => {
         assert.deepStrictEqual(sessions.done!.prompts, ["please do the thing"])
 
         const blocked = yield* outcome("asking", "asking")
-        assert.deepStrictEqual(blocked.turn, ["completed", "blocked:needs_input"])
+        assert.deepStrictEqual(blocked.turn, ["blocked", "needs_input"])
         assert.strictEqual(blocked.delivered.length, 1)
         const [kind, text] = blocked.delivered[0]!
         assert.strictEqual(kind, "notice")
@@ -71,6 +71,14 @@ describe("delegated turns (agent-session runtimes)", () => {
         assert.include(text!, "It last said: Which branch should I use?")
         assert.include(text!, "https://example.test/s/asking")
         assert.notInclude(text!, "Sorry")
+        // Blocked is final for the queue: not retried, and the conversation's next message runs.
+        sessions.asking!.answer = { state: "completed", finalResponse: "main it is" }
+        yield* ingest(message("asking", "2", "use main"))
+        const next = yield* awaitSettled(ConversationId.make("test:asking"), 3).pipe(Effect.provide(ctx))
+        assert.deepStrictEqual(next.slice(2).map((d) => [d.kind, d.text]), [["reply", "main it is"]])
+        const [answered, stillBlocked] = yield* turns.recent(ConversationId.make("test:asking"), 2)
+        assert.deepStrictEqual([answered!.status, stillBlocked!.status, stillBlocked!.attempts], ["completed", "blocked", 1])
+        assert.deepStrictEqual(sessions.asking!.prompts, ["please do the thing", "use main"])
 
         const dead = yield* outcome("crashed", "crashed")
         assert.deepStrictEqual(dead.turn[0], "failed")

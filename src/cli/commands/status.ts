@@ -3,6 +3,8 @@ import { Console, Effect, Layer, Option } from "effect"
 import * as fs from "node:fs"
 import { HostConfig } from "../../config/HostConfig.js"
 import { HostStore } from "../../db/HostStore.js"
+import { TurnStore } from "../../db/TurnStore.js"
+import { TurnStatus } from "../../domain/turn.js"
 import * as Database from "../../db/Database.js"
 import * as Stores from "../../db/Stores.js"
 import { readStatusFile } from "../../host/status-file.js"
@@ -27,8 +29,16 @@ export const status = Command.make("status", { json }, ({ json }) =>
     const live = readStatusFile(config.dataDir)
     const schedules = yield* taskSummaries
     const attachments = yield* Effect.flatMap(AttachmentStore, (s) => s.currents)
+    const turnStore = yield* TurnStore
+    const turnCounts = yield* turnStore.countByStatus
+    // Conversations whose last turn was left waiting on a human (a delegated session's question).
+    const blocked = yield* turnStore.latestBlocked(20)
     if (json) {
-      return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live, schedules, attachments }, null, 2))
+      const turns = {
+        counts: Object.fromEntries(TurnStatus.literals.map((s) => [s, turnCounts[s] ?? 0])),
+        blocked: blocked.map((t) => ({ conversationId: t.conversationId, turnId: t.id, state: t.error, since: t.updatedAt }))
+      }
+      return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live, schedules, attachments, turns }, null, 2))
     }
     yield* Console.log(`database  ${config.databaseFile}`)
     yield* Option.match(last, {
@@ -51,6 +61,10 @@ export const status = Command.make("status", { json }, ({ json }) =>
     }
     for (const t of schedules) yield* Console.log(`schedule  ${formatSummary(t)}`)
     for (const a of attachments) yield* Console.log(`session   ${attachmentLine(a)}`)
+    yield* Console.log("turns     " + TurnStatus.literals.map((s) => `${s}=${turnCounts[s] ?? 0}`).join(" "))
+    for (const t of blocked) {
+      yield* Console.log(`blocked   ${t.conversationId} turn ${t.id}: waiting (${t.error ?? "on a human"}) since ${time(t.updatedAt)}`)
+    }
     yield* Console.log("tables    " + Object.entries(counts).map(([t, n]) => `${t}=${n}`).join(" "))
   })
 ).pipe(

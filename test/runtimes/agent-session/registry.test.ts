@@ -101,15 +101,19 @@ describe("AgentSessionRuntimeRegistry", () => {
       ))
     ))
 
-  it.effect("a callback that ignores its signal and never settles still ends at the deadline; interrupting a call aborts its signal", () =>
+  it.effect("a callback that ignores its signal and never settles still ends at the deadline (its signal, read later, is aborted); interrupting a call aborts its signal", () =>
     run(Effect.gen(function* () {
       const registry = yield* AgentSessionRuntimeRegistry
       const signals: Array<AbortSignal> = []
-      yield* registry.register({ id: "deaf", inspect: () => new Promise(() => {}) })
+      // The signal is made when first read: one first read after the deadline comes aborted.
+      let late: CallOptions | undefined
+      yield* registry.register({ id: "deaf", inspect: (_r: SessionRef, o: CallOptions) => ((late = o), new Promise(() => {})) })
       yield* registry.register({ id: "rt", inspect: (_r: SessionRef, o: CallOptions) => (signals.push(o.signal), never(o)) })
       const deaf = yield* Effect.fork(registry.inspect(ref("deaf"), { timeoutMs: 10 }))
       yield* TestClock.adjust("10 millis")
       assert.strictEqual((yield* Fiber.join(deaf)).error?.code, "inspect_timeout")
+      assert.isTrue(late!.signal.aborted)
+      assert.strictEqual(late!.signal, late!.signal)
       const fiber = yield* Effect.fork(registry.inspect(ref()))
       yield* TestClock.adjust("1 millis")
       yield* Fiber.interrupt(fiber)
