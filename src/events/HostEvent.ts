@@ -140,7 +140,9 @@ export const BudgetExceeded = kind("gateway.budget_exceeded", {
   used: Schema.Number,
   reserved: Schema.Number,
   requested: Schema.Number,
-  resetsAt: Schema.NullOr(Millis)
+  resetsAt: Schema.NullOr(Millis),
+  /** A sentence fit to show the user. */
+  message: Schema.String
 })
 /** A deployment is cooling down after failures or a Retry-After. */
 export const GatewayCooldown = kind("gateway.cooldown", {
