@@ -1,6 +1,7 @@
 /**
  * The built-in observer that keeps the event log: bus events go to the `events` table in batches,
- * one transaction each (one per event would cap the host at SQLite's commit rate), and events
+ * one transaction each (one per event would cap the host at SQLite's commit rate), through a queue
+ * of 65,536 events (plugins' observers get `observers.queueSize`), and events
  * older than `observers.retainDays` are pruned at start and then every hour, on the Clock.
  */
 import { SqlClient } from "@effect/sql"
@@ -22,6 +23,9 @@ export const EventLog = {
       yield* observers.attach({
         name: "event-log",
         maxBatch: 512,
+        // Bursts (a backlog caught up after an outage) must not cost the record: it writes 512
+        // events per transaction, far faster than they are published, so this is memory, not delay.
+        capacity: 65_536,
         handle: (events) => sql.withTransaction(store.appendEvents(events)).pipe(Effect.orDie)
       })
       const prune = Effect.flatMap(Clock.currentTimeMillis, (now) => store.pruneEvents(now - config.observers.retainDays * DAY)).pipe(

@@ -19,6 +19,8 @@ export interface EventObserver {
   readonly name: string
   /** Most events one call of `handle` gets: the event log writes up to 512 in one transaction; a plugin's observer gets 1. */
   readonly maxBatch: number
+  /** Events it may have waiting before new ones are dropped; default `observers.queueSize`. */
+  readonly capacity?: number
   /**
    * Handles queued events, oldest first. A failure or defect counts the batch as failed; the
    * next batch comes as usual.
@@ -60,7 +62,7 @@ export class Observers extends Context.Tag("pynchy/Observers")<Observers, Observ
 
     const attach = (observer: EventObserver) =>
       Effect.gen(function* () {
-        const queue = yield* Queue.dropping<HostEvent>(capacity)
+        const queue = yield* Queue.dropping<HostEvent>(observer.capacity ?? capacity)
         const counts = { handled: 0, dropped: 0, failed: 0, queue }
         counters.set(observer.name, counts)
         const subscription = yield* bus.subscribe

@@ -4,9 +4,12 @@
  * throws or rejects counts as a failed event; one that never settles leaves the observer's queue
  * to fill and drop. Neither reaches the pipeline.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
 import { Observers } from "./Observers.js"
+
+/** A plugin's observer threw or rejected on an event (counted as failed in `pynchy status`). */
+export class ObserverFailed extends Schema.TaggedError<ObserverFailed>()("ObserverFailed", { observer: Schema.String, cause: Schema.Defect }) {}
 
 export const PluginObservers = {
   layer: Layer.scopedDiscard(
@@ -21,7 +24,7 @@ export const PluginObservers = {
             Effect.forEach(events, (event) =>
               Effect.tryPromise({
                 try: () => Promise.resolve(value.onEvent(structuredClone(event))),
-                catch: (cause) => cause
+                catch: (cause) => new ObserverFailed({ observer: `${plugin}/${name}`, cause })
               }), { discard: true }).pipe(Effect.interruptible)
         })
       }
