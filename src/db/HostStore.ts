@@ -44,8 +44,11 @@ export class HostStore extends Context.Tag("pynchy/HostStore")<HostStore, HostSt
           FROM host_runs ORDER BY started_at DESC, rowid DESC LIMIT 1`.pipe(Effect.map((r) => Option.fromNullable(r[0])), Effect.orDie),
       appendEvent: (type, payload) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => sql`INSERT INTO events (type, payload, at) VALUES (${type}, ${JSON.stringify(payload)}, ${now})`).pipe(Effect.asVoid, Effect.orDie),
+      // One statement per batch, whatever its size (statement cost through SqlClient is the write bottleneck).
       appendEvents: (events) =>
-        Effect.forEach(events, ({ at, type, ...payload }) => sql`INSERT INTO events (type, payload, at) VALUES (${type}, ${JSON.stringify(payload)}, ${at})`, { discard: true }).pipe(Effect.orDie),
+        events.length === 0 ? Effect.void : sql`INSERT INTO events (type, payload, at)
+          SELECT json_extract(value, '$.t'), json_extract(value, '$.p'), json_extract(value, '$.a') FROM json_each(${JSON.stringify(events.map(({ at, type, ...payload }) => ({ t: type, p: JSON.stringify(payload), a: at })))})
+          ORDER BY key`.pipe(Effect.asVoid, Effect.orDie),
       pruneEvents: (before) =>
         sql`DELETE FROM events WHERE at < ${before}`.pipe(
           Effect.zipRight(sql<{ n: number }>`SELECT changes() AS n`),
