@@ -19,10 +19,14 @@ export declare namespace HostStore {
     readonly recordStop: (epoch: HostEpoch) => Effect.Effect<void>
     readonly lastRun: Effect.Effect<Option.Option<HostRun>>
     readonly appendEvent: (type: string, payload: unknown) => Effect.Effect<void>
+    /** Appends bus events (`type` and `at` in their columns, the rest as the payload); the caller makes the transaction. */
+    readonly appendEvents: (events: ReadonlyArray<{ readonly type: string; readonly at: number }>) => Effect.Effect<void>
+    /** Deletes events older than `before` (epoch millis); returns how many. */
+    readonly pruneEvents: (before: number) => Effect.Effect<number>
     readonly recentEvents: (limit: number) => Effect.Effect<ReadonlyArray<{ id: number; type: string; payload: unknown; at: number }>>
     /** Rows per table, read in time that does not grow with history (see `history`). */
     readonly tableCounts: Effect.Effect<Record<string, number>>
-    /** Tokens used per workspace since `since` (epoch millis), from the gateway's usage events. */
+    /** Tokens used per workspace since `since` (epoch millis), from the gateway's call events (`gateway.usage` before the event bus). */
     readonly tokensUsedSince: (since: number) => Effect.Effect<ReadonlyArray<{ readonly workspace: string; readonly tokens: number }>>
   }
 }
@@ -50,6 +54,18 @@ export class HostStore extends Context.Tag("pynchy/HostStore")<HostStore, HostSt
           FROM host_runs ORDER BY started_at DESC, rowid DESC LIMIT 1`.pipe(Effect.map((r) => Option.fromNullable(r[0])), Effect.orDie),
       appendEvent: (type, payload) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => sql`INSERT INTO events (type, payload, at) VALUES (${type}, ${JSON.stringify(payload)}, ${now})`).pipe(Effect.asVoid, Effect.orDie),
+      // One statement per batch, whatever its size (statement cost through SqlClient is the write bottleneck).
+      appendEvents: (events) =>
+        events.length === 0 ? Effect.void : sql`INSERT INTO events (type, payload, at)
+          SELECT json_extract(value, '$.t'), json_extract(value, '$.p'), json_extract(value, '$.a') FROM json_each(${JSON.stringify(events.map(({ at, type, ...payload }) => ({ t: type, p: JSON.stringify(payload), a: at })))})
+          ORDER BY key`.pipe(Effect.asVoid, Effect.orDie),
+      pruneEvents: (before) =>
+        sql`DELETE FROM events WHERE at < ${before}`.pipe(
+          Effect.zipRight(sql<{ n: number }>`SELECT changes() AS n`),
+          Effect.map((rows) => rows[0]?.n ?? 0),
+          sql.withTransaction,
+          Effect.orDie
+        ),
       recentEvents: (limit) =>
         sql<{ id: number; type: string; payload: string; at: number }>`SELECT id, type, payload, at FROM events ORDER BY id DESC LIMIT ${limit}`.pipe(
           Effect.map((rows) => rows.map((r) => ({ ...r, payload: JSON.parse(r.payload) as unknown }))),
@@ -58,7 +74,7 @@ export class HostStore extends Context.Tag("pynchy/HostStore")<HostStore, HostSt
       tokensUsedSince: (since) =>
         sql<{ workspace: string; tokens: number }>`SELECT json_extract(payload, '$.workspace') AS workspace,
             SUM(json_extract(payload, '$.totalTokens')) AS tokens
-          FROM events WHERE type = 'gateway.usage' AND at >= ${since} GROUP BY 1`.pipe(Effect.orDie),
+          FROM events WHERE type IN ('gateway.call', 'gateway.usage') AND at >= ${since} GROUP BY 1`.pipe(Effect.orDie),
       tableCounts: sql<Record<string, number | null>>`SELECT ${sql.literal([
         // Each min and max alone in its query: SQLite seeks only for a lone min() or max().
         ...history.map((t) => `(SELECT max(rowid) FROM ${t}) - (SELECT min(rowid) FROM ${t}) + 1 AS ${t}`),

@@ -24,7 +24,7 @@ const spendSql = (taskFilter: string) => `WITH run_turns AS (
     WHERE ${taskFilter} AND r.due_at >= ? - 86400000 AND r.outcome <> 'skipped'
   )
   SELECT t.task_id AS taskId, SUM(json_extract(e.payload, '$.totalTokens')) AS tokens
-  FROM run_turns t JOIN events e ON json_extract(e.payload, '$.turnId') = t.turn AND e.type = 'gateway.usage'
+  FROM run_turns t JOIN events e ON json_extract(e.payload, '$.turnId') = t.turn AND e.type = 'gateway.call'
   WHERE e.at >= ?
   GROUP BY t.task_id`
 

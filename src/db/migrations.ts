@@ -9,6 +9,7 @@ import { m0007_schedules } from "./migrations/0007_schedules.js"
 import { m0008_attachment_session_ref } from "./migrations/0008_attachment_session_ref.js"
 import { m0010_turn_blocked } from "./migrations/0010_turn_blocked.js"
 import { m0011_schedule_spend } from "./migrations/0011_schedule_spend.js"
+import { m0012_event_lookups } from "./migrations/0012_event_lookups.js"
 
 /**
  * Numbered migrations, applied in order and recorded in `pynchy_migrations`.
@@ -137,5 +138,6 @@ export const migrations = {
   "0007_schedules": m0007_schedules,
   "0008_attachment_session_ref": m0008_attachment_session_ref,
   "0010_turn_blocked": m0010_turn_blocked,
-  "0011_schedule_spend": m0011_schedule_spend
+  "0011_schedule_spend": m0011_schedule_spend,
+  "0012_event_lookups": m0012_event_lookups
 } as const

@@ -60,7 +60,8 @@ export const makeAccounting = (budgets: Budgets, emit: (event: GatewayEvent) => 
       cacheWriteTokens: usage?.cacheWriteTokens ?? 0,
       totalTokens: total,
       estimated,
-      durationMs: Math.round((performance.now() - ctx.received) * 1000) / 1000
+      durationMs: Math.round((performance.now() - ctx.received) * 1000) / 1000,
+      retries: Math.max(0, ctx.attempts - 1)
     })
   }
 

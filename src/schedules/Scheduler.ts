@@ -5,6 +5,7 @@ import { MessageStore } from "../db/MessageStore.js"
 import { TaskStore } from "../db/TaskStore.js"
 import { conversationIdOf } from "../domain/ids.js"
 import { type ScheduledTask, utcMidnight } from "../domain/task.js"
+import { EventBus, type Publishable } from "../events/EventBus.js"
 import { InboundCommitted } from "../pipeline/InboundCommitted.js"
 import { Outbox } from "../pipeline/Outbox.js"
 import { TurnSignal } from "../pipeline/TurnSignal.js"
@@ -43,6 +44,7 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
     const store = yield* TaskStore
     const outbox = yield* Outbox
     const signals = yield* TurnSignal
+    const bus = yield* EventBus
     const context = yield* Effect.context<SqlClient.SqlClient | TaskStore | MessageStore>()
     const wakeups = yield* Queue.sliding<void>(1)
     // Tasks agents create or cancel wake the timer too.
@@ -75,6 +77,8 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
 
     const fire = Effect.fn("Scheduler.fire")(function* (task: ScheduledTask) {
       const now = yield* Clock.currentTimeMillis
+      // Published once the transaction has committed.
+      const events: Array<Publishable> = []
       const result = yield* sql.withTransaction(Effect.gen(function* () {
         const fresh = yield* store.get(task.id)
         if (fresh._tag === "None" || fresh.value.status !== "active" || fresh.value.nextDue === null || fresh.value.nextDue > now) return "gone" as const
@@ -87,6 +91,7 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
         const tooOld = now - latest > t.catchUpMs
         const skippedThrough = tooOld ? latest : latest > due ? latestDue(recurrence, due, latest - 1) : null
         if (skippedThrough !== null) {
+          events.push({ type: "schedule.skipped", taskId: t.id, conversationId: t.conversationId, dueAt: due, reason: "too_old" })
           yield* store.recordRun({ taskId: t.id, dueAt: due, outcome: "skipped", skippedThrough, reason: "the host was down" }, now)
           if (t.notifySkipped) {
             yield* notice(t, `skipped:${due}`, `(Skipped scheduled runs from ${new Date(due).toISOString()} to ${new Date(skippedThrough).toISOString()}: the host was down.)`)
@@ -100,6 +105,7 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
           const lastUser = yield* store.lastUserMessageAt(t.conversationId)
           const idleSince = Math.max(lastUser ?? 0, t.createdAt)
           if (now - idleSince > t.pauseAfterMs) {
+            events.push({ type: "schedule.skipped", taskId: t.id, conversationId: t.conversationId, dueAt: latest, reason: "paused" })
             if (t.pausedAt === null) {
               yield* store.setPaused(t.id, now, now)
               const days = Math.round(t.pauseAfterMs / 86_400_000)
@@ -115,6 +121,7 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
           const used = (yield* store.tokensSince(utcMidnight(now), t.id)).get(t.id) ?? 0
           if (used >= t.dailyTokens) {
             const reason = `daily token cap: ${used} of ${t.dailyTokens} tokens used today (UTC)`
+            events.push({ type: "schedule.skipped", taskId: t.id, conversationId: t.conversationId, dueAt: latest, reason: "token_cap" })
             yield* store.recordRun({ taskId: t.id, dueAt: latest, outcome: "skipped", reason }, now)
             if (t.notifySkipped) yield* notice(t, `capped:${latest}`, `(Skipped the scheduled '${t.id}' run: its ${reason}.)`)
             yield* store.advance(t.id, due, next, now)
@@ -122,9 +129,11 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
           }
         }
         yield* enqueueRun(t, latest, now).pipe(Effect.provide(context))
+        events.push({ type: "schedule.run", taskId: t.id, conversationId: t.conversationId, dueAt: latest })
         yield* store.advance(t.id, due, next, now)
         return "ran" as const
       })).pipe(Effect.orDie)
+      yield* bus.publishAll(events)
       if (result === "ran") {
         firedCount++
         yield* signals.signal(conversationIdOf(task.connection, task.place))

@@ -3,6 +3,7 @@
  * answering (and recording) the summary requests: what the history holds, the budget,
  * compaction made once and reused, a failed summary, and 500 exchanges within budget.
  */
+import { eventually } from "../support/eventually.js"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
@@ -129,7 +130,14 @@ describe("conversation context", () => {
         const refused = yield* memory.build(yield* s.next(["again"], { historyTokens: 300 }), "tiny")
         assert.strictEqual(refused.compaction, "cut")
         assert.isAtLeast(upstream.hits.length, 2)
-        const events = (yield* (yield* HostStore).recentEvents(10)).filter((e) => e.type === "memory.summary_failed")
+        const store = yield* HostStore
+        const events = yield* eventually(
+          Effect.map(store.recentEvents(10), (rows) => {
+            const failures = rows.filter((e) => e.type === "memory.summary_failed")
+            return failures.length === 2 ? failures : undefined
+          }),
+          { label: "two memory.summary_failed events in the event log" }
+        )
         assert.strictEqual(events.length, 2)
         const codes = events.map((e) => (e.payload as { code: string }).code)
         assert.include(codes, "summary_refused")

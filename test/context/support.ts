@@ -1,7 +1,12 @@
 /** Helpers for the memory tests: a conversation seeded straight into the database, turn inputs, the service over a gateway. */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
+import { HostConfig } from "../../src/config/HostConfig.js"
+import { PynchyConfig } from "../../src/config/schema.js"
 import * as Database from "../../src/db/Database.js"
+import { EventBus } from "../../src/events/EventBus.js"
+import { EventLog } from "../../src/events/EventLog.js"
+import { Observers } from "../../src/events/Observers.js"
 import * as Stores from "../../src/db/Stores.js"
 import { ConversationId, ExecutorId, WorkspaceId } from "../../src/domain/ids.js"
 import { MemorySettings, Workspace } from "../../src/domain/workspace.js"
@@ -13,10 +18,14 @@ import { turnInput } from "../support/turn-input.js"
 
 export const conv = ConversationId.make("test:room")
 
+/** The event bus with the event log (the memory's events land in the events table). */
+const eventLog = Layer.provideMerge(EventLog.layer, Layer.provideMerge(Observers.layer, EventBus.layer)).pipe(Layer.provide(HostConfig.layerFrom(PynchyConfig.make({}))))
+
 /** The context service over an in-memory database and a gateway to `upstreamUrl` serving `tiny`. */
 export const memoryLayer = (upstreamUrl: string) =>
   ConversationContext.layer.pipe(
-    Layer.provideMerge(Layer.merge(Stores.layer, Layer.scoped(Gateway, startGateway([provider({ name: "up", baseUrl: upstreamUrl, models: ["tiny"] })])))),
+    Layer.provideMerge(Layer.merge(Layer.scoped(Gateway, startGateway([provider({ name: "up", baseUrl: upstreamUrl, models: ["tiny"] })])), eventLog)),
+    Layer.provideMerge(Stores.layer),
     Layer.provideMerge(Database.layerMemory),
     Layer.orDie
   )

@@ -27,13 +27,13 @@ describe("the whole stack", () => {
       const acquired = log.filter((l) => l.startsWith("started ")).map((l) => l.slice(8))
       const released = log.filter((l) => l.startsWith("stopping ")).map((l) => l.slice(9))
       assert.deepStrictEqual(acquired, [
-        "config", "plugins", "database", "agent sessions", "gateway", "conversation memory", "outbox", "host actions", "queue", "pipeline", "recovery: release orphan claims", "control socket",
+        "config", "plugins", "database", "event bus", "agent sessions", "gateway", "conversation memory", "outbox", "host actions", "queue", "pipeline", "recovery: release orphan claims", "control socket",
         "runtime a", "runtime b", "connection runtimes", "recovery: dispatch", "schedules", "channels", "host"
       ])
       // Layers log "stopping X" before their own resources go, so runtimes close inside their layer.
       assert.deepStrictEqual(released, [
         "host", "channels", "schedules", "recovery: dispatch", "connection runtimes", "runtime b", "runtime a", "control socket",
-        "recovery: release orphan claims", "pipeline", "queue", "host actions", "outbox", "conversation memory", "gateway", "agent sessions", "database", "plugins", "config"
+        "recovery: release orphan claims", "pipeline", "queue", "host actions", "outbox", "conversation memory", "gateway", "agent sessions", "event bus", "database", "plugins", "config"
       ])
     }))
 })

@@ -100,7 +100,7 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("scheduled w
       // Each of the four upstream calls is recorded as this turn's usage.
       const host = yield* Effect.provide(HostStore, ctx)
       const turnUsage = yield* eventually(Effect.map(host.recentEvents(100), (events) => {
-        const u = events.filter((e) => e.type === "gateway.usage").map((e) => e.payload as { turnId: number; totalTokens: number })
+        const u = events.filter((e) => e.type === "gateway.call").map((e) => e.payload as { turnId: number; totalTokens: number })
         return u.length >= 4 ? u : undefined
       }), { label: "four usage events" })
       assert.deepStrictEqual(turnUsage.map((u) => [u.turnId, u.totalTokens]), [[turn.id, 110], [turn.id, 110], [turn.id, 110], [turn.id, 110]])
