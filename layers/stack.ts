@@ -42,6 +42,7 @@ import type { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.
 import { AgentTasks } from "../src/schedules/AgentTasks.js"
 import { Scheduler } from "../src/schedules/Scheduler.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
+import * as Telemetry from "../src/telemetry/Telemetry.js"
 
 export interface StackParts<EC, EP, ED, EE, ES, EA> {
   readonly config: Layer.Layer<HostConfig, EC>
@@ -56,9 +57,14 @@ export interface StackParts<EC, EP, ED, EE, ES, EA> {
   readonly rollback: Layer.Layer<DeployRollback, never, HostConfig>
   /** The HTTP client of the built-in connection runtimes (Matrix); fetch by default. */
   readonly httpClient?: Layer.Layer<HttpClient.HttpClient>
+  /** OpenTelemetry export; by default from `OTEL_EXPORTER_OTLP_ENDPOINT` (off when unset). */
+  readonly telemetry?: Layer.Layer<never>
 }
 
 export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, EE, ES, EA>) => {
+  // 0. telemetry: first up, so every later step's spans are exported; last down, so its release
+  // flushes what the others recorded while stopping.
+  const telemetry = parts.telemetry ?? Telemetry.layerConfig
   // 1. config
   const config = logged("config", Layer.merge(parts.config, HostIdentity.layer))
   // 2. plugins
@@ -111,7 +117,8 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
     Layer.provideMerge(sessions),
     Layer.provideMerge(database),
     Layer.provideMerge(plugins),
-    Layer.provideMerge(config)
+    Layer.provideMerge(config),
+    Layer.provideMerge(telemetry)
   )
   // A failed start during a deploy goes back to the previous version (DeployRollback decides).
   return Layer.catchAllCause(stack, (cause) =>

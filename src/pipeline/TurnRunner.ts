@@ -5,7 +5,9 @@ import { MessageStore } from "../db/MessageStore.js"
 import { TaskStore } from "../db/TaskStore.js"
 import { TurnStore } from "../db/TurnStore.js"
 import type { ExecutorId, HostEpoch, MessageId } from "../domain/ids.js"
+import type { Message } from "../domain/message.js"
 import type { Turn } from "../domain/turn.js"
+import { continuing } from "../telemetry/trace-context.js"
 import { AgentExecutor, TurnBlocked, TurnFailed, type TurnInput } from "./AgentExecutor.js"
 import { Channels } from "./Channels.js"
 import { Outbox } from "./Outbox.js"
@@ -78,7 +80,7 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         return { ...input, messages: input.messages.slice(at + 1) }
       })
 
-    const prepare = (started: StartedTurn) =>
+    const prepare = (started: StartedTurn, claimed: ReadonlyArray<Message>) =>
       Effect.gen(function* () {
         const { turn } = started
         const conversation = yield* messages.conversation(turn.conversationId)
@@ -88,7 +90,6 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
           return yield* new TurnFailed({ code: "unknown_workspace", reason: `workspace '${conversation.value.workspace}' is not configured`, retryable: false })
         }
         let n = 0
-        const claimed = yield* messages.byIds(started.messageIds)
         // A turn of scheduled messages only may stay silent: NO_REPLY is not delivered.
         const scheduled = claimed.length > 0 && claimed.every((m) => m.sender === SCHEDULE_SENDER)
         const { connection, place } = conversation.value
@@ -112,10 +113,10 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         return { input: yield* startAfresh(input), scheduled: claimed.some((m) => m.sender === SCHEDULE_SENDER), replies: () => n }
       })
 
-    const run = Effect.fn("TurnRunner.run")(function* (started: StartedTurn) {
+    const attempt = Effect.fnUntraced(function* (started: StartedTurn, claimed: ReadonlyArray<Message>) {
       const { turn, epoch } = started
       let settle = (_outcome: "delivered" | "quiet" | "failed"): Effect.Effect<void> => Effect.void
-      const outcome = yield* prepare(started).pipe(
+      const outcome = yield* prepare(started, claimed).pipe(
         Effect.tap((p) => {
           // The runs of scheduled messages end with the turn: delivered, quiet (nothing said) or failed.
           if (p.scheduled) {
@@ -168,6 +169,19 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
       }])
       return TurnOutcome.Failed({ code: failure.code })
     })
+
+    // Each run of a turn (a retry, a rerun after a restart) is a span in the trace of the first
+    // message it answers, from the context stored with the message; the others are linked.
+    const run = (started: StartedTurn) =>
+      Effect.flatMap(messages.byIds(started.messageIds), (claimed) =>
+        attempt(started, claimed).pipe(
+          Effect.tap((outcome) => Effect.annotateCurrentSpan("pynchy.turn.outcome", outcome._tag)),
+          Effect.withSpan("TurnRunner.run", {
+            ...continuing(claimed.map((m) => m.traceParent)),
+            attributes: { "pynchy.turn.id": started.turn.id, "pynchy.turn.attempt": started.turn.attempts, "pynchy.conversation.id": started.turn.conversationId },
+            captureStackTrace: false
+          })
+        ))
 
     return TurnRunner.of({ run })
   })
