@@ -141,5 +141,6 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
  */
 export const makeClient = <EC, ED>(parts: { readonly config: Layer.Layer<HostConfig, EC>; readonly database: Layer.Layer<SqlClient.SqlClient | SqliteTransactions, ED, HostConfig> }) => {
   const base = Layer.provideMerge(Layer.provideMerge(Stores.layer, parts.database), parts.config)
-  return Layer.provideMerge(ingestClient, base)
+  // Its ingest spans are exported like the host's (the message's trace starts in this process).
+  return Layer.provideMerge(ingestClient, base).pipe(Layer.provideMerge(Telemetry.layerConfig))
 }
