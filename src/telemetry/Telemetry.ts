@@ -45,12 +45,17 @@ export const layer = (settings: TelemetrySettings): Layer.Layer<never> =>
         shutdownTimeout: "5 seconds"
       }))
     )
-  ).pipe(Layer.orDie)
+  )
+
+/** `OTEL_EXPORTER_OTLP_ENDPOINT`: none when unset or empty (export off). */
+export const otlpEndpoint: Effect.Effect<Option.Option<string>> = Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT")).pipe(
+  Effect.orElseSucceed(() => Option.none<string>())
+)
 
 /** Reads `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_SERVICE_NAME`; `Layer.empty` when the endpoint is unset or empty. */
 export const layerConfig: Layer.Layer<never> = Layer.unwrapEffect(
   Effect.gen(function* () {
-    const endpoint = yield* Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
+    const endpoint = yield* otlpEndpoint
     if (Option.isNone(endpoint)) return Layer.empty
     const serviceName = yield* Config.nonEmptyString("OTEL_SERVICE_NAME").pipe(Config.withDefault("pynchy"), Effect.orElseSucceed(() => "pynchy"))
     return layer({ endpoint: endpoint.value, serviceName })
