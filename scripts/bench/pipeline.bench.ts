@@ -161,7 +161,8 @@ const startClock = () => {
   }
 }
 
-export const ingestRun = (dir: string): Promise<IngestRun> => {
+/** `under`: a layer the Ingest stack is built on (the OTel bench passes the telemetry layer). */
+export const ingestRun = (dir: string, under: Layer.Layer<never> = Layer.empty): Promise<IngestRun> => {
   const counts = { batches: 0, rows: 0 }
   const warm = payloads(INGEST_WARMUP, "w")
   const timed = payloads(INGEST_N, "")
@@ -178,7 +179,7 @@ export const ingestRun = (dir: string): Promise<IngestRun> => {
         meanBatch: counts.rows / counts.batches,
         problems: dedupProblems(timed.dupOf, results)
       }
-    }).pipe(Effect.provide(ingestOnly(recordingConfig(dir), dbFile(dir), counts)))
+    }).pipe(Effect.provide(Layer.provideMerge(ingestOnly(recordingConfig(dir), dbFile(dir), counts), under)))
   )
 }
 

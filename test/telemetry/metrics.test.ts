@@ -70,5 +70,4 @@ describe("OpenTelemetry metrics from the event bus", () => {
       assert.strictEqual(point(m, "pynchy.gateway.tokens", { model: "tiny", type: "input" }), 22)
       assert.strictEqual(point(m, "pynchy.gateway.tokens", { model: "tiny", type: "output" }), 14)
     }))
-
 })
