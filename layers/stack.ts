@@ -47,6 +47,8 @@ import type { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.
 import { AgentTasks } from "../src/schedules/AgentTasks.js"
 import { Scheduler } from "../src/schedules/Scheduler.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
+import * as Metrics from "../src/telemetry/metrics.js"
+import * as Telemetry from "../src/telemetry/Telemetry.js"
 
 export interface StackParts<EC, EP, ED, EE, ES, EA> {
   readonly config: Layer.Layer<HostConfig, EC>
@@ -63,9 +65,14 @@ export interface StackParts<EC, EP, ED, EE, ES, EA> {
   readonly events?: Layer.Layer<EventBus | Observers, never, HostConfig | HostStore | SqlClient.SqlClient | PluginRegistry>
   /** The HTTP client of the built-in connection runtimes (Matrix); fetch by default. */
   readonly httpClient?: Layer.Layer<HttpClient.HttpClient>
+  /** OpenTelemetry export; by default from `OTEL_EXPORTER_OTLP_ENDPOINT` (off when unset). */
+  readonly telemetry?: Layer.Layer<never>
 }
 
 export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, EE, ES, EA>) => {
+  // 0. telemetry: first up, so every later step's spans are exported; last down, so its release
+  // flushes what the others recorded while stopping.
+  const telemetry = parts.telemetry ?? Telemetry.layerConfig
   // 1. config
   const config = logged("config", Layer.merge(parts.config, HostIdentity.layer))
   // 2. plugins
@@ -74,7 +81,7 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const database = logged("database", Layer.provideMerge(runRecordLayer, Layer.provideMerge(Stores.layer, parts.database)))
   // The event bus and its observers (the event log, plugins' observers) come before anything that
   // publishes, so they see every event, and close after it, so they write the last ones.
-  const events = logged("event bus", parts.events ?? Layer.merge(EventLog.layer, PluginObservers.layer).pipe(Layer.provideMerge(Observers.layer), Layer.provideMerge(EventBus.layer)))
+  const events = logged("event bus", parts.events ?? Layer.mergeAll(EventLog.layer, PluginObservers.layer, Metrics.layer).pipe(Layer.provideMerge(Observers.layer), Layer.provideMerge(EventBus.layer)))
   const sessions = logged("agent sessions", parts.agentSessions)
   // 6. the LLM gateway (its usage events go to the events table). It starts before the executor,
   // which mints a token per turn; nothing dispatches before step 9, so starting it early is safe.
@@ -122,7 +129,8 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
     Layer.provideMerge(events),
     Layer.provideMerge(database),
     Layer.provideMerge(plugins),
-    Layer.provideMerge(config)
+    Layer.provideMerge(config),
+    Layer.provideMerge(telemetry)
   )
   // A failed start during a deploy goes back to the previous version (DeployRollback decides).
   return Layer.catchAllCause(stack, (cause) =>
@@ -145,5 +153,6 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
  */
 export const makeClient = <EC, ED>(parts: { readonly config: Layer.Layer<HostConfig, EC>; readonly database: Layer.Layer<SqlClient.SqlClient | SqliteTransactions, ED, HostConfig> }) => {
   const base = Layer.provideMerge(Layer.provideMerge(Stores.layer, parts.database), parts.config)
-  return Layer.provideMerge(ingestClient, base)
+  // Its ingest spans are exported like the host's (the message's trace starts in this process).
+  return Layer.provideMerge(ingestClient, base).pipe(Layer.provideMerge(Telemetry.layerConfig))
 }

@@ -10,7 +10,8 @@ await Promise.all([
     ...common,
     entryPoints: { pynchy: "layers/cli.ts" },
     sourcemap: "linked",
-    external: ["better-sqlite3", "@modelcontextprotocol/sdk", "zod", "@parcel/watcher", "msgpackr-extract", "gpt-tokenizer"],
+    // OpenTelemetry is imported only when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/telemetry/Telemetry.ts).
+    external: ["better-sqlite3", "@modelcontextprotocol/sdk", "zod", "@parcel/watcher", "msgpackr-extract", "gpt-tokenizer", "@effect/opentelemetry", "@effect/opentelemetry/*", "@opentelemetry/*"],
     // ESM output still meets CommonJS dependencies that call require().
     banner: { js: "import { createRequire as __pynchyRequire } from 'node:module'; const require = __pynchyRequire(import.meta.url);" }
   }),

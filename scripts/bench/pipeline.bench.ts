@@ -170,7 +170,8 @@ const startClock = () => {
   }
 }
 
-export const ingestRun = (dir: string, bus: BusChoice = "none"): Promise<IngestRun> => {
+/** `under`: a layer the Ingest stack is built on (the OTel bench passes the telemetry layer). */
+export const ingestRun = (dir: string, bus: BusChoice = "none", under: Layer.Layer<never> = Layer.empty): Promise<IngestRun> => {
   const counts = { batches: 0, rows: 0 }
   const warm = payloads(INGEST_WARMUP, "w")
   const timed = payloads(INGEST_N, "")
@@ -187,7 +188,7 @@ export const ingestRun = (dir: string, bus: BusChoice = "none"): Promise<IngestR
         meanBatch: counts.rows / counts.batches,
         problems: dedupProblems(timed.dupOf, results)
       }
-    }).pipe(Effect.provide(ingestOnly(recordingConfig(dir), dbFile(dir), counts, bus)))
+    }).pipe(Effect.provide(Layer.provideMerge(ingestOnly(recordingConfig(dir), dbFile(dir), counts, bus), under)))
   )
 }
 

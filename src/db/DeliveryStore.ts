@@ -3,9 +3,9 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Delivery, type DeliveryKind } from "../domain/delivery.js"
 import { ConversationId, DeliveryId, TurnId } from "../domain/ids.js"
 
-const DeliveryRow = Schema.Struct(Delivery.fields)
+const DeliveryRow = Schema.Struct({ ...Delivery.fields, traceParent: Schema.NullOr(Schema.String) })
 const columns = `id, idempotency_key AS idempotencyKey, conversation_id AS conversationId, turn_id AS turnId, kind, text, status,
-  attempts, error, created_at AS createdAt, updated_at AS updatedAt`
+  attempts, error, created_at AS createdAt, updated_at AS updatedAt, trace_parent AS traceParent`
 
 export interface NewDelivery {
   readonly idempotencyKey: string
@@ -13,6 +13,8 @@ export interface NewDelivery {
   readonly turnId: TurnId | null
   readonly kind: DeliveryKind
   readonly text: string
+  /** The W3C trace context its send continues. */
+  readonly traceParent?: string | null | undefined
 }
 
 export declare namespace DeliveryStore {
@@ -94,10 +96,10 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
       record: Effect.fn("DeliveryStore.record")(function* (items) {
         if (items.length === 0) return []
         const now = yield* Clock.currentTimeMillis
-        const payload = JSON.stringify(items.map((d) => [d.idempotencyKey, d.conversationId, d.turnId, d.kind, d.text]))
-        const inserted = yield* sql<{ id: number }>`INSERT INTO deliveries (idempotency_key, conversation_id, turn_id, kind, text, status, attempts, created_at, updated_at)
+        const payload = JSON.stringify(items.map((d) => [d.idempotencyKey, d.conversationId, d.turnId, d.kind, d.text, d.traceParent ?? null]))
+        const inserted = yield* sql<{ id: number }>`INSERT INTO deliveries (idempotency_key, conversation_id, turn_id, kind, text, status, attempts, created_at, updated_at, trace_parent)
           SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
-            json_extract(value, '$[4]'), 'pending', 0, ${now}, ${now}
+            json_extract(value, '$[4]'), 'pending', 0, ${now}, ${now}, json_extract(value, '$[5]')
           FROM json_each(${payload}) ORDER BY key
           ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`
         const created = new Set(inserted.map((r) => r.id))

@@ -19,6 +19,8 @@ export interface IngestRow {
   /** Stored with the receipt; a known event id with another fingerprint is a conflict. */
   readonly fingerprint?: string | undefined
   readonly cursor?: { readonly stream: string; readonly position: string; readonly order: number } | undefined
+  /** The W3C trace context of the span that ingested it (src/telemetry/trace-context.ts). */
+  readonly traceParent?: string | null | undefined
 }
 
 /** An event id seen in a batch: known from a receipt, or fresh (first written by this batch). */
@@ -32,14 +34,14 @@ interface Known {
 const knownReceipt = `SELECT r.message_id AS id, m.conversation_id AS conv, r.fingerprint AS f
   FROM receipts r JOIN messages m ON m.id = r.message_id WHERE r.connection = ? AND r.provider_event_id = ?`
 const insertConversation = "INSERT OR IGNORE INTO conversations (id, connection, place, workspace, created_at) VALUES (?, ?, ?, ?, ?)"
-const insertMessage = "INSERT INTO messages (conversation_id, direction, sender, text, metadata, created_at) VALUES (?, 'in', ?, ?, ?, ?)"
+const insertMessage = "INSERT INTO messages (conversation_id, direction, sender, text, metadata, created_at, trace_parent) VALUES (?, 'in', ?, ?, ?, ?, ?)"
 const insertReceipt = "INSERT INTO receipts (connection, provider_event_id, message_id, fingerprint) VALUES (?, ?, ?, ?)"
 const upsertCursorSql = `INSERT INTO cursors (connection, stream, position, ord, updated_at) VALUES (?, ?, ?, ?, ?)
   ON CONFLICT (connection, stream) DO UPDATE SET position = excluded.position, ord = excluded.ord, updated_at = excluded.updated_at
   WHERE excluded.ord > cursors.ord`
 
 /** A message's columns as `MessageRow` reads them (`m` is the messages table's alias). */
-export const messageColumns = `m.id, m.conversation_id AS conversationId, m.direction, m.sender, m.text, m.metadata, m.created_at AS createdAt, m.handled_by AS handledBy`
+export const messageColumns = `m.id, m.conversation_id AS conversationId, m.direction, m.sender, m.text, m.metadata, m.created_at AS createdAt, m.handled_by AS handledBy, m.trace_parent AS traceParent`
 export const conversationColumns = "id, connection, place, workspace, created_at AS createdAt"
 
 export const MessageRow = Schema.Struct({
@@ -50,7 +52,8 @@ export const MessageRow = Schema.Struct({
   text: Schema.String,
   metadata: MetadataColumn,
   createdAt: Schema.Number,
-  handledBy: Schema.NullOr(TurnId)
+  handledBy: Schema.NullOr(TurnId),
+  traceParent: Schema.NullOr(Schema.String)
 })
 
 export const ConversationRow = Schema.Struct({
@@ -137,7 +140,7 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
               conversations.add(r.conversationId)
               db.run(insertConversation, r.conversationId, r.connection, r.place, r.workspace, now)
             }
-            const id = db.run(insertMessage, r.conversationId, r.sender, r.text, JSON.stringify(r.metadata), now).lastInsertRowid
+            const id = db.run(insertMessage, r.conversationId, r.sender, r.text, JSON.stringify(r.metadata), now, r.traceParent ?? null).lastInsertRowid
             // A missing fingerprint is stored as SQL NULL.
             db.run(insertReceipt, r.connection, r.providerEventId, id, r.fingerprint ?? null)
             seen.set(key, { id, conversationId: r.conversationId, fingerprint: r.fingerprint, fresh: true })
@@ -173,20 +176,20 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
     const findMessage = SqlSchema.findOne({
       Request: MessageId,
       Result: MessageRow,
-      execute: (id) => sql`SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy FROM messages WHERE id = ${id}`
+      execute: (id) => sql`SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy, trace_parent AS traceParent FROM messages WHERE id = ${id}`
     })
     const recentMessages = SqlSchema.findAll({
       Request: Schema.Struct({ conversationId: ConversationId, limit: Schema.Int }),
       Result: MessageRow,
       execute: ({ conversationId, limit }) => sql`SELECT * FROM (
-          SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy
+          SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy, trace_parent AS traceParent
           FROM messages WHERE conversation_id = ${conversationId} ORDER BY id DESC LIMIT ${limit}
         ) ORDER BY id ASC`
     })
     const messagesByIds = SqlSchema.findAll({
       Request: Schema.Array(MessageId),
       Result: MessageRow,
-      execute: (ids) => sql`SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy
+      execute: (ids) => sql`SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy, trace_parent AS traceParent
         FROM messages WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)})) ORDER BY id`
     })
     const findConversation = SqlSchema.findOne({

@@ -7,6 +7,7 @@ import { m0005_conversation_memory } from "./migrations/0005_conversation_memory
 import { m0006_gateway_keys } from "./migrations/0006_gateway_keys.js"
 import { m0007_schedules } from "./migrations/0007_schedules.js"
 import { m0008_attachment_session_ref } from "./migrations/0008_attachment_session_ref.js"
+import { m0009_trace_parent } from "./migrations/0009_trace_parent.js"
 import { m0010_turn_blocked } from "./migrations/0010_turn_blocked.js"
 import { m0011_schedule_spend } from "./migrations/0011_schedule_spend.js"
 import { m0012_event_lookups } from "./migrations/0012_event_lookups.js"
@@ -137,6 +138,7 @@ export const migrations = {
   "0006_gateway_keys": m0006_gateway_keys,
   "0007_schedules": m0007_schedules,
   "0008_attachment_session_ref": m0008_attachment_session_ref,
+  "0009_trace_parent": m0009_trace_parent,
   "0010_turn_blocked": m0010_turn_blocked,
   "0011_schedule_spend": m0011_schedule_spend,
   "0012_event_lookups": m0012_event_lookups

@@ -20,5 +20,7 @@ export class Delivery extends Schema.Class<Delivery>("Delivery")({
   attempts: Schema.Int,
   error: Schema.NullOr(Schema.String),
   createdAt: Schema.Number,
-  updatedAt: Schema.Number
+  updatedAt: Schema.Number,
+  /** The W3C trace context of the span that recorded it: its send continues that trace. */
+  traceParent: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
 }) {}

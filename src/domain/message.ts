@@ -48,7 +48,9 @@ export class Message extends Schema.Class<Message>("Message")({
   metadata: Metadata,
   createdAt: Schema.Number,
   /** The completed turn that handled an inbound message. */
-  handledBy: Schema.NullOr(TurnId)
+  handledBy: Schema.NullOr(TurnId),
+  /** The W3C trace context of the span that ingested an inbound message (null when none was stored). */
+  traceParent: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
 }) {}
 
 export class Receipt extends Schema.Class<Receipt>("Receipt")({

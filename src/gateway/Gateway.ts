@@ -65,6 +65,8 @@ export declare namespace Gateway {
     readonly expiresAt: number
     /** Tokens this turn may spend in total. */
     readonly tokenBudget?: number
+    /** The turn's W3C trace context: each upstream attempt is a span under it and sends its own `traceparent`. */
+    readonly traceparent?: string | null
   }
 
   export interface Minted {
@@ -152,6 +154,7 @@ export class Gateway extends Context.Tag("pynchy/Gateway")<Gateway, Gateway.Serv
     const catalog = yield* resolveCatalog(settings.providers, config)
     const clock = yield* Effect.clock
     const runtime = yield* Effect.runtime<never>()
+    const tracer = yield* Effect.tracer
     const events = yield* Effect.acquireRelease(PubSub.unbounded<GatewayEvent>(), PubSub.shutdown)
     const emit = (e: GatewayEvent) => {
       events.unsafeOffer(e)
@@ -167,7 +170,7 @@ export class Gateway extends Context.Tag("pynchy/Gateway")<Gateway, Gateway.Serv
     const deadlines = new Deadlines(config.timeouts.headersMs, () => clock.unsafeCurrentTimeMillis())
     yield* Effect.forkScoped(deadlines.run)
     const dataPath = yield* Effect.acquireRelease(
-      Effect.sync(() => makeDataPath({ runtime, clock, catalog, router, tokens, budgets, config, emit, deadlines })),
+      Effect.sync(() => makeDataPath({ runtime, clock, catalog, router, tokens, budgets, config, emit, deadlines, tracer })),
       (dp) => Effect.sync(() => dp.close())
     )
     // Turn ends revoke their tokens; this only drops what a crashed caller left behind.

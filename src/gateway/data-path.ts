@@ -7,7 +7,7 @@
  * fiber), upstream (one attempt), relay (the answer or the failure, keys masked) and accounting
  * (the reservation settled once per request: the response's close is the backstop).
  */
-import { type Clock, Runtime } from "effect"
+import { type Clock, Runtime, type Tracer } from "effect"
 import type * as http from "node:http"
 import { performance } from "node:perf_hooks"
 import { makeAccounting } from "./accounting.js"
@@ -24,6 +24,7 @@ import { errorJson, send, shown } from "./replies.js"
 import type { Ctx, Log } from "./request.js"
 import type { Router } from "./router.js"
 import type { Grant, TokenTable } from "./tokens.js"
+import { makeTraceAttempt } from "./trace.js"
 import { makeUpstream } from "./upstream.js"
 
 export interface DataPathDeps {
@@ -37,6 +38,8 @@ export interface DataPathDeps {
   readonly emit: (event: GatewayEvent) => void
   /** Header timeouts of first attempts (`timeouts.headersMs`). */
   readonly deadlines: Deadlines
+  /** The host's tracer: each upstream attempt of a turn is a span in its trace. */
+  readonly tracer: Tracer.Tracer
 }
 
 export interface DataPath {
@@ -63,7 +66,7 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
 
   const admission = makeAdmission(tokens, budgets, config, emit, now)
   const accounting = makeAccounting(budgets, emit, now)
-  const upstream = makeUpstream(router, config, now)
+  const upstream = makeUpstream(router, config, now, makeTraceAttempt(deps.tracer, () => clock.unsafeCurrentTimeNanos()))
   const relay = makeRelay({ router, secrets, secretBufs, accounting, log, now })
   const { forward, cut } = makeAttempts({ router, config, deadlines, upstream, relay, accounting, runFork, log, now })
 

@@ -4,6 +4,9 @@
  * expiry or when revoked (in-flight requests made with it are cut).
  */
 import * as crypto from "node:crypto"
+import * as Option from "effect/Option"
+import type * as Tracer from "effect/Tracer"
+import { parseTraceparent } from "../telemetry/trace-context.js"
 import { digestOf, KEY_PREFIX, keyAccount, type KeyRecord } from "./keys.js"
 
 export interface Grant {
@@ -20,6 +23,8 @@ export interface Grant {
   reserved: number
   /** Cancels of the requests in flight with this token (their count is capped). */
   readonly inFlight: Set<() => void>
+  /** The turn's trace context: its upstream attempts are spans under it (none for gateway keys). */
+  readonly trace: Tracer.ExternalSpan | undefined
 }
 
 export interface GrantInput {
@@ -29,6 +34,8 @@ export interface GrantInput {
   readonly models?: ReadonlyArray<string> | undefined
   readonly expiresAt: number
   readonly tokenBudget?: number | undefined
+  /** The turn's W3C `traceparent`. */
+  readonly traceparent?: string | null | undefined
 }
 
 export const TOKEN_PREFIX = "pgw_"
@@ -57,7 +64,8 @@ export class TokenTable {
         tokenBudget: null,
         used: 0,
         reserved: 0,
-        inFlight: new Set()
+        inFlight: new Set(),
+        trace: undefined
       })
     }
     for (const [digest, grant] of this.keys) {
@@ -84,7 +92,8 @@ export class TokenTable {
       tokenBudget: input.tokenBudget ?? null,
       used: 0,
       reserved: 0,
-      inFlight: new Set()
+      inFlight: new Set(),
+      trace: Option.getOrUndefined(parseTraceparent(input.traceparent))
     })
     return token
   }

@@ -11,6 +11,7 @@ import type { Api, Deployment } from "./catalog.js"
 import type { GatewayConfig } from "../config/gateway.js"
 import type { Ctx } from "./request.js"
 import type { Router } from "./router.js"
+import type { TraceAttempt } from "./trace.js"
 
 /** Error bodies are read (and passed on) up to this size. */
 export const MAX_ERROR_BODY = 64 * 1024
@@ -65,8 +66,9 @@ const parseRetryAfter = (headers: http.IncomingHttpHeaders, now: number): number
   return Number.isNaN(at) ? undefined : Math.max(0, at - now)
 }
 
-const upstreamHeaders = (ctx: Ctx, d: Deployment, length: number): http.OutgoingHttpHeaders => {
+const upstreamHeaders = (ctx: Ctx, d: Deployment, length: number, traceparent: string | undefined): http.OutgoingHttpHeaders => {
   const h: http.OutgoingHttpHeaders = { "content-length": length, host: d.port === 80 || d.port === 443 ? d.hostname : `${d.hostname}:${d.port}` }
+  if (traceparent !== undefined) h.traceparent = traceparent
   for (const name of forwardedRequestHeaders) {
     const v = ctx.req.headers[name]
     if (v !== undefined) h[name] = v
@@ -102,7 +104,7 @@ export interface Upstream {
   readonly close: () => void
 }
 
-export const makeUpstream = (router: Router, config: GatewayConfig, now: () => number): Upstream => {
+export const makeUpstream = (router: Router, config: GatewayConfig, now: () => number, trace: TraceAttempt): Upstream => {
   const agentOptions = { keepAlive: true, maxSockets: 512, maxFreeSockets: 512, scheduling: "lifo" as const, timeout: config.timeouts.idleMs }
   const httpAgent = new http.Agent(agentOptions)
   const httpsAgent = new https.Agent(agentOptions)
@@ -117,6 +119,7 @@ export const makeUpstream = (router: Router, config: GatewayConfig, now: () => n
       }
     }
     router.onStart(d, now())
+    const span = trace(ctx, d)
     const started = performance.now()
     const upReq = (d.protocol === "https:" ? https : http).request({
       agent: d.protocol === "https:" ? httpsAgent : httpAgent,
@@ -124,7 +127,7 @@ export const makeUpstream = (router: Router, config: GatewayConfig, now: () => n
       port: d.port,
       method: "POST",
       path: d.basePath + apiPaths[ctx.api],
-      headers: upstreamHeaders(ctx, d, body.length)
+      headers: upstreamHeaders(ctx, d, body.length, span?.traceparent)
     })
     ctx.upReq = upReq
     ctx.live = true
@@ -135,6 +138,10 @@ export const makeUpstream = (router: Router, config: GatewayConfig, now: () => n
       if (r instanceof AttemptFailed) {
         ctx.live = false
         release()
+        span?.end({ status: r.status, failure: r.code ?? r.kind })
+      } else if (span !== undefined) {
+        // An answer's span lasts until its last byte (or its cut).
+        r.upRes.once("close", () => span.end({ status: r.upRes.statusCode ?? 0 }))
       }
       done(r)
     }
@@ -164,6 +171,7 @@ export const makeUpstream = (router: Router, config: GatewayConfig, now: () => n
       settled = true
       upReq.destroy()
       release()
+      span?.end({ failure: "cancelled" })
     }
   }
 

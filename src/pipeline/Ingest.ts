@@ -5,6 +5,7 @@ import { EventBus, type Publishable } from "../events/EventBus.js"
 import { conversationIdOf } from "../domain/ids.js"
 import { type Ingested, InboundMessageInput } from "../domain/message.js"
 import { problemsOf } from "../domain/problems.js"
+import { traceparentOf } from "../telemetry/trace-context.js"
 import { type CommittedInbound, InboundCommitted } from "./InboundCommitted.js"
 import { TurnSignal } from "./TurnSignal.js"
 import { Workspaces } from "./Workspaces.js"
@@ -16,6 +17,10 @@ interface Pending {
   readonly row: IngestRow
   readonly resume: (exit: Exit.Exit<Ingested>) => void
 }
+
+// Every inbound message starts a trace of its own (its context is stored with it): a root span,
+// whatever span the channel ingests it from. No stack capture: this is the hot path.
+const INGEST_SPAN = { root: true, kind: "consumer", captureStackTrace: false } as const
 
 // The struct of the class's fields: the same rules, without constructing a class instance per message.
 const decode = Schema.decodeUnknownEither(Schema.Struct(InboundMessageInput.fields))
@@ -81,7 +86,7 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
       }
     })))
 
-    const ingest = (input: unknown): Effect.Effect<Ingested, InvalidInput | NoRoute> =>
+    const accept = (input: unknown, traceParent: string): Effect.Effect<Ingested, InvalidInput | NoRoute> =>
       Effect.suspend((): Effect.Effect<Ingested, InvalidInput | NoRoute> => {
         const decoded = decode(input, { errors: "all", onExcessProperty: "error" })
         if (Either.isLeft(decoded)) return Effect.fail(new InvalidInput({ what: "ingest payload", problems: problemsOf(decoded.left) }))
@@ -103,7 +108,8 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
                 text: m.text,
                 metadata: m.metadata,
                 fingerprint: m.fingerprint,
-                cursor: m.cursor
+                cursor: m.cursor,
+                traceParent
               }
             })
             // Committed rows are durable whether or not the caller still waits: no canceller.
@@ -111,6 +117,14 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
           })
         )
       })
+
+    const ingest = (input: unknown): Effect.Effect<Ingested, InvalidInput | NoRoute> =>
+      Effect.useSpan("Ingest.ingest", INGEST_SPAN, (span) =>
+        Effect.tap(accept(input, traceparentOf(span)), (r) => {
+          span.attribute("pynchy.message.id", r.messageId)
+          span.attribute("pynchy.conversation.id", r.conversationId)
+          if (r.duplicate) span.attribute("pynchy.message.duplicate", true)
+        }))
 
     return Ingest.of({ ingest })
   })

@@ -9,6 +9,7 @@ import type { Conversation } from "../domain/workspace.js"
 import type { Channel } from "./channel-contract.js"
 import { Channels } from "./Channels.js"
 import { keyedRunner } from "./keyed.js"
+import { continuing, currentTraceparent } from "../telemetry/trace-context.js"
 
 /** The channel call rejected: nothing was delivered, so it may be tried again. */
 class SendRejected extends Schema.TaggedError<SendRejected>()("SendRejected", { reason: Schema.String }) {}
@@ -48,9 +49,11 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
     const idsOf = (d: Delivery) => ({ deliveryId: d.id, idempotencyKey: d.idempotencyKey, conversationId: d.conversationId, turnId: d.turnId, kind: d.kind })
 
     const record: Outbox.Service["record"] = Effect.fn("Outbox.record")(function* (conversationId, turnId, items) {
+      // The send continues the trace the delivery was recorded in (the turn's), after a restart too.
+      const traceParent = yield* currentTraceparent
       const rows = yield* sql.withTransaction(
         Effect.gen(function* () {
-          const rows = yield* deliveries.record(items.map((i) => ({ ...i, conversationId, turnId })))
+          const rows = yield* deliveries.record(items.map((i) => ({ ...i, conversationId, turnId, traceParent })))
           for (const { delivery, created } of rows) {
             if (created) {
               yield* messages.appendOutbound({ conversationId, sender: "assistant", text: delivery.text, metadata: { delivery: delivery.idempotencyKey, kind: delivery.kind } })
@@ -113,7 +116,12 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
         yield* bus.publish({ type: status === "failed" ? "delivery.failed" : "delivery.unknown", ...idsOf(d), attempt, reason })
         yield* Effect.logWarning(`delivery ${status}`).pipe(Effect.annotateLogs({ delivery: d.idempotencyKey, channel: channel.name }))
         yield* noticeFor(d, status)
-      })
+      }).pipe(Effect.withSpan("Outbox.send", {
+        ...continuing([d.traceParent]),
+        kind: "producer",
+        attributes: { "pynchy.delivery.key": d.idempotencyKey, "pynchy.delivery.kind": d.kind, "pynchy.channel": channel.name },
+        captureStackTrace: false
+      }))
 
     const drain = (conversationId: ConversationId) =>
       Effect.gen(function* () {

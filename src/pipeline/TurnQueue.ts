@@ -1,4 +1,4 @@
-import { Clock, Context, Duration, Effect, Layer } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Layer } from "effect"
 import { HostConfig } from "../config/HostConfig.js"
 import { type AcquireRequest, TurnStore } from "../db/TurnStore.js"
 import type { ConversationId } from "../domain/ids.js"
@@ -97,6 +97,7 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
           Effect.tap((outcome) => {
             completed = outcome._tag === "Completed" || outcome._tag === "Blocked" || outcome._tag === "Failed"
           }),
+          Effect.tapDefect((defect) => Effect.logError("a turn's run died", Cause.die(defect)).pipe(Effect.annotateLogs({ turn: started.turn.id }))),
           Effect.ensuring(Effect.zipRight(release(1), Effect.suspend(() => finished(conversationId, completed)))),
           Effect.forkIn(scope)
         )
@@ -155,7 +156,12 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
     })
 
     const gate = yield* Effect.makeLatch(false)
-    yield* gate.await.pipe(Effect.zipRight(loop), Effect.forkScoped)
+    // A defect here would stop every turn: it is logged, never swallowed.
+    yield* gate.await.pipe(
+      Effect.zipRight(loop),
+      Effect.tapErrorCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("the turn dispatcher stopped", cause)),
+      Effect.forkScoped
+    )
 
     return TurnQueue.of({
       signal,

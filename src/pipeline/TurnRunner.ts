@@ -10,6 +10,7 @@ import { utcMidnight } from "../domain/task.js"
 import type { Turn } from "../domain/turn.js"
 import type { Conversation } from "../domain/workspace.js"
 import { EventBus } from "../events/EventBus.js"
+import { continuing } from "../telemetry/trace-context.js"
 import { AgentExecutor, TurnBlocked, TurnFailed, type TurnInput } from "./AgentExecutor.js"
 import { Channels } from "./Channels.js"
 import { Outbox } from "./Outbox.js"
@@ -85,7 +86,7 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         return { ...input, messages: input.messages.slice(at + 1) }
       })
 
-    const prepare = (started: StartedTurn) =>
+    const prepare = (started: StartedTurn, claimed: ReadonlyArray<Message>) =>
       Effect.gen(function* () {
         const { turn } = started
         const conversation = started.loaded?.conversation ?? (yield* messages.conversation(turn.conversationId))
@@ -95,7 +96,6 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
           return yield* new TurnFailed({ code: "unknown_workspace", reason: `workspace '${conversation.value.workspace}' is not configured`, retryable: false })
         }
         let n = 0
-        const claimed = started.loaded?.messages ?? (yield* messages.byIds(started.messageIds))
         // A turn of scheduled messages only may stay silent: NO_REPLY is not delivered.
         const scheduled = claimed.length > 0 && claimed.every((m) => m.sender === SCHEDULE_SENDER)
         // A turn of scheduled messages spends at most what their capped tasks have left today (UTC).
@@ -123,12 +123,12 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         return yield* startAfresh(input)
       })
 
-    const run = Effect.fn("TurnRunner.run")(function* (started: StartedTurn) {
+    const attempt = Effect.fnUntraced(function* (started: StartedTurn, claimed: ReadonlyArray<Message>) {
       const { turn, epoch } = started
       // The runs of scheduled messages end with the turn (complete, block or fail settles them).
       const ids = { turnId: turn.id, conversationId: turn.conversationId, attempt: turn.attempts }
       yield* bus.publish({ type: "turn.started", ...ids, executor: started.executor, messageIds: started.messageIds, adopted: started.adopted === true })
-      const outcome = yield* prepare(started).pipe(
+      const outcome = yield* prepare(started, claimed).pipe(
         Effect.flatMap((input) =>
           // Nothing after a `/new`: no agent turn.
           input.messages.length === 0 && !started.adopted ? Effect.void : (started.adopted ? executor.adopt(input) : executor.execute(input)).pipe(
@@ -176,6 +176,20 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
       }])
       return TurnOutcome.Failed({ code: failure.code })
     })
+
+    // Each run of a turn (a retry, a rerun after a restart) is a span in the trace of the first
+    // message it answers, from the context stored with the message; the others are linked.
+    const run = (started: StartedTurn) =>
+      // The dispatcher's acquire read the claimed messages with the turn; an adopted turn reads them here.
+      Effect.flatMap(started.loaded !== undefined ? Effect.succeed(started.loaded.messages) : messages.byIds(started.messageIds), (claimed) =>
+        attempt(started, claimed).pipe(
+          Effect.tap((outcome) => Effect.annotateCurrentSpan("pynchy.turn.outcome", outcome._tag)),
+          Effect.withSpan("TurnRunner.run", {
+            ...continuing(claimed.map((m) => m.traceParent)),
+            attributes: { "pynchy.turn.id": started.turn.id, "pynchy.turn.attempt": started.turn.attempts, "pynchy.conversation.id": started.turn.conversationId },
+            captureStackTrace: false
+          })
+        ))
 
     return TurnRunner.of({ run })
   })

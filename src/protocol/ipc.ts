@@ -66,7 +66,9 @@ export const TurnSpec = Schema.Struct({
   /** Which API the LLM cores speak to the gateway. */
   api: Schema.Literal("chat", "messages"),
   /** Tool-call rounds an LLM core may make before it must answer. */
-  maxToolRounds: Schema.Int.pipe(Schema.between(0, 100))
+  maxToolRounds: Schema.Int.pipe(Schema.between(0, 100)),
+  /** The W3C trace context of the turn's sandbox span: the trace of the message this turn answers. */
+  traceparent: Schema.optional(Schema.String)
 })
 export type TurnSpec = typeof TurnSpec.Type
 

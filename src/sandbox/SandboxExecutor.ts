@@ -25,6 +25,7 @@ import { ConversationContext } from "../pipeline/ConversationContext.js"
 import { hostPackageRoot } from "../plugins/paths.js"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
 import type { TurnSpec } from "../protocol/ipc.js"
+import { currentTraceparent } from "../telemetry/trace-context.js"
 import { listenIpc } from "./IpcServer.js"
 import type { SandboxHandle, SandboxRuntime, SandboxSpec } from "./runtime.js"
 import { chooseRuntime } from "./select.js"
@@ -133,6 +134,8 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       const skills = yield* skillsFor(w, registry.skills.map((s) => s.value), workspaceDir)
       const model = entry.api === "none" ? null : modelFor(w)
       const context = yield* memory.build(input, model)
+      // This span's context goes to the runner and, with the token, to the gateway's upstream calls.
+      const traceparent = yield* currentTraceparent
       const turn: TurnSpec = {
         version: 2,
         turnId: input.turn.id,
@@ -147,7 +150,8 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         core,
         model,
         api: entry.api === "messages" ? "messages" : "chat",
-        maxToolRounds: options.maxToolRounds ?? 8
+        maxToolRounds: options.maxToolRounds ?? 8,
+        ...(traceparent !== null ? { traceparent } : {})
       }
       yield* record(hostDir, "turn.json", turn)
 
@@ -160,6 +164,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
             turnId: input.turn.id,
             models: [model],
             expiresAt: now + w.sandbox.timeoutSeconds * 1000,
+            traceparent,
             ...(input.tokenBudget !== undefined ? { tokenBudget: input.tokenBudget } : {})
           }),
           (minted) => minted.revoke

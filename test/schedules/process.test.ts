@@ -115,10 +115,12 @@ describe("schedules in a real host process", () => {
     const last = await startHost(dir, scripted)
     // Everything queued before this start is answered by it.
     const before = gaps.at(-1)!.restartedAt
+    // A run is settled with its turn, when its reply is recorded; the reply is sent just after.
     await eventually(() => {
       const open = query(db, "SELECT count(*) AS n FROM task_runs WHERE outcome = 'queued' AND due_at < ?", before)[0]!.n as number
-      return open === 0 ? true : undefined
-    }, "every run queued before the last start answered", "5 minutes")
+      const unsent = query(db, "SELECT count(*) AS n FROM task_runs r JOIN deliveries d ON d.turn_id = r.turn_id WHERE r.due_at < ? AND d.status = 'pending'", before)[0]!.n as number
+      return open === 0 && unsent === 0 ? true : undefined
+    }, "every run queued before the last start answered and its reply sent", "5 minutes")
     await stopHost(last)
 
     const runs = query(db, "SELECT due_at AS dueAt, outcome, message_id AS messageId FROM task_runs WHERE due_at < ? ORDER BY due_at", before)

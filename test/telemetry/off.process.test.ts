@@ -1,0 +1,92 @@
+/**
+ * The built CLI as real processes: with OTEL_EXPORTER_OTLP_ENDPOINT unset, neither `pynchy start`
+ * nor `pynchy send` loads an OpenTelemetry module (a resolve hook logs every module each process
+ * loads); with it set, both load them and export: the message sent by `pynchy send` and the turn
+ * the host ran for it arrive at an OTLP/HTTP receiver as one trace.
+ */
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Scope } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
+import { killAllHosts, query, startHost, stopHost } from "../channels/host-process.js"
+import { runCli } from "../support/cli.js"
+import { tempDir } from "../support/db.js"
+import { type OtlpReceiver, otlpReceiver } from "../support/otlp.js"
+
+const REGISTER = pathToFileURL(path.resolve(import.meta.dirname, "../support/module-log/register.mjs")).href
+
+afterAll(killAllHosts)
+
+const until = async <A>(label: string, probe: () => A | undefined, boundMs = 60_000): Promise<A> => {
+  const end = Date.now() + boundMs
+  while (Date.now() < end) {
+    const value = probe()
+    if (value !== undefined) return value
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  throw new Error(`waited ${boundMs} ms for ${label}`)
+}
+
+/** One message through `pynchy send` to a running `pynchy start`; returns the modules each process loaded. */
+const roundTrip = async (otel: Record<string, string>) => {
+  const dir = tempDir()
+  fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
+    `dataDir: ${JSON.stringify(path.join(dir, "data"))}`,
+    "containerRuntime: process",
+    "workspaces: [{ id: main, agentCore: scripted }]"
+  ].join("\n") + "\n")
+  const hostLog = path.join(dir, "host-modules.log")
+  const sendLog = path.join(dir, "send-modules.log")
+  const host = await startHost(dir, { NODE_OPTIONS: `--import=${REGISTER}`, PYNCHY_TEST_MODULE_LOG: hostLog, ...otel })
+  try {
+    const sent = runCli(["send", "-c", "cli:x", "hello"], {
+      cwd: dir,
+      env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), NODE_OPTIONS: `--import=${REGISTER}`, PYNCHY_TEST_MODULE_LOG: sendLog, ...otel }
+    })
+    assert.strictEqual(sent.code, 0, sent.stderr)
+    await until("the scripted answer's delivery", () =>
+      query(path.join(dir, "data", "pynchy.db"), "SELECT 1 FROM deliveries WHERE conversation_id = 'cli:x' AND status = 'sent'")[0])
+  } finally {
+    await stopHost(host)
+  }
+  const [message] = query(path.join(dir, "data", "pynchy.db"), "SELECT trace_parent AS traceParent FROM messages WHERE conversation_id = 'cli:x' AND direction = 'in'")
+  const read = (f: string) => fs.readFileSync(f, "utf8").split("\n").filter((l) => l !== "")
+  return { host: read(hostLog), send: read(sendLog), traceParent: message?.traceParent as string | null }
+}
+
+describe("OpenTelemetry in the built CLI (real processes)", () => {
+  it("with OTEL_EXPORTER_OTLP_ENDPOINT unset, no OpenTelemetry module is loaded by start or send", { timeout: 120_000 }, async () => {
+    const loaded = await roundTrip({})
+    // The hook saw the processes' modules (the bundle, the native driver)...
+    assert.isTrue(loaded.host.some((u) => u.endsWith("/dist/pynchy.mjs")), "the host's module log holds its bundle")
+    assert.isTrue(loaded.host.some((u) => u.includes("better-sqlite3")))
+    assert.isTrue(loaded.send.some((u) => u.endsWith("/dist/pynchy.mjs")))
+    // ...and none of OpenTelemetry's.
+    assert.deepStrictEqual(loaded.host.filter((u) => u.includes("opentelemetry")), [])
+    assert.deepStrictEqual(loaded.send.filter((u) => u.includes("opentelemetry")), [])
+    // The trace context is kept all the same (Effect's own tracer): a later export can continue it.
+    assert.match(loaded.traceParent ?? "", /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+  })
+
+  it("with it set, both processes load the exporters and the message and its turn arrive as one trace", { timeout: 120_000 }, async () => {
+    const scope = Effect.runSync(Scope.make())
+    try {
+      const receiver: OtlpReceiver = await Effect.runPromise(Scope.extend(otlpReceiver, scope))
+      const loaded = await roundTrip({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_SERVICE_NAME: "pynchy-process" })
+      assert.isTrue(loaded.host.some((u) => u.includes("@opentelemetry/exporter-trace-otlp-http")))
+      assert.isTrue(loaded.send.some((u) => u.includes("@opentelemetry/exporter-trace-otlp-http")))
+      const traceId = /^00-([0-9a-f]{32})-/.exec(loaded.traceParent ?? "")?.[1]
+      const trace = receiver.spans.filter((s) => s.traceId === traceId)
+      const ingest = trace.find((s) => s.name === "Ingest.ingest")
+      const run = trace.find((s) => s.name === "TurnRunner.run")
+      assert.isDefined(ingest, `the send process exported its ingest span: ${receiver.spans.map((s) => s.name).join(", ")}`)
+      assert.isDefined(run, "the host exported the turn's span")
+      assert.strictEqual(run!.parentSpanId, ingest!.spanId)
+      assert.isTrue(trace.some((s) => s.name === "SandboxExecutor.execute" && s.parentSpanId === run!.spanId))
+      assert.isTrue(trace.every((s) => s.service === "pynchy-process"))
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+  })
+})
