@@ -23,6 +23,8 @@ export declare namespace HostStore {
     readonly tableCounts: Effect.Effect<Record<string, number>>
     /** Tokens used per workspace since `since` (epoch millis), from the gateway's usage events. */
     readonly tokensUsedSince: (since: number) => Effect.Effect<ReadonlyArray<{ readonly workspace: string; readonly tokens: number }>>
+    /** Tokens and calls per UTC day (epoch millis of its midnight) and deployment since `since`, from the usage events. */
+    readonly usagePerDay: (since: number) => Effect.Effect<ReadonlyArray<{ readonly day: number; readonly deployment: string; readonly tokens: number; readonly calls: number }>>
   }
 }
 
@@ -49,6 +51,10 @@ export class HostStore extends Context.Tag("pynchy/HostStore")<HostStore, HostSt
         sql<{ workspace: string; tokens: number }>`SELECT json_extract(payload, '$.workspace') AS workspace,
             SUM(json_extract(payload, '$.totalTokens')) AS tokens
           FROM events WHERE type = 'gateway.usage' AND at >= ${since} GROUP BY 1`.pipe(Effect.orDie),
+      usagePerDay: (since) =>
+        sql<{ day: number; deployment: string; tokens: number; calls: number }>`SELECT (at / 86400000) * 86400000 AS day,
+            json_extract(payload, '$.deployment') AS deployment, SUM(json_extract(payload, '$.totalTokens')) AS tokens, COUNT(*) AS calls
+          FROM events WHERE type = 'gateway.usage' AND at >= ${since} GROUP BY 1, 2 ORDER BY 1, 2`.pipe(Effect.orDie),
       tableCounts: Effect.forEach(tables, (t) =>
         sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(t)}`.pipe(Effect.map((r) => [t, r[0]?.n ?? 0] as const))
       ).pipe(Effect.map(Object.fromEntries), Effect.orDie)

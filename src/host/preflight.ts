@@ -6,6 +6,7 @@
  */
 import { Effect, Either, Option } from "effect"
 import { type ConfigInvalid, HostConfig } from "../config/HostConfig.js"
+import { readTokenHashes } from "../config/token-hashes.js"
 import { Problem } from "../domain/errors.js"
 import { type GatewayConfigInvalid, resolveCatalog } from "../gateway/catalog.js"
 import { routeProblems } from "../plugins/connections.js"
@@ -61,11 +62,22 @@ const gateway: PreflightCheck = {
   })
 }
 
+/** The Control UI's tokens file is read at start: a missing or malformed one is reported here too. */
+const ui: PreflightCheck = {
+  name: "ui",
+  run: Effect.gen(function* () {
+    const { config, dataDir } = yield* HostConfig
+    if (config.ui === undefined) return []
+    const read = yield* Effect.either(readTokenHashes("ui", config.ui, dataDir))
+    return Either.isLeft(read) ? [Problem.make({ path: read.left.at, reason: read.left.reason })] : []
+  })
+}
+
 /**
  * The checks, in start's order. Schedules (cron expressions of workspaces and tasks) join here
  * as one more check when the scheduler lands.
  */
-export const PREFLIGHT_CHECKS: ReadonlyArray<PreflightCheck> = [plugins, gateway]
+export const PREFLIGHT_CHECKS: ReadonlyArray<PreflightCheck> = [plugins, gateway, ui]
 
 /** Every problem start would refuse beyond the file's own decoding (HostConfig.load does that). */
 export const preflight: Effect.Effect<ReadonlyArray<Problem>, never, HostConfig> = Effect.map(
