@@ -30,6 +30,8 @@ export const startProblems = (error: unknown): ReadonlyArray<Problem> => {
   if (e === null || typeof e !== "object") return []
   if ((e._tag === "ConfigInvalid" || e._tag === "GatewayConfigInvalid") && "problems" in e) return e.problems ?? []
   if (e._tag === "PluginContributionsInvalid" && "faults" in e) return (e.faults ?? []).map(faultProblem)
+  const ui = error as { readonly _tag?: unknown; readonly at?: unknown; readonly reason?: unknown }
+  if (ui._tag === "ControlUiStartFailed" && typeof ui.at === "string" && typeof ui.reason === "string") return [Problem.make({ path: ui.at, reason: ui.reason })]
   return []
 }
 
