@@ -15,7 +15,12 @@ import * as PluginChannels from "../src/channels/PluginChannels.js"
 import { HostConfig } from "../src/config/HostConfig.js"
 import * as Stores from "../src/db/Stores.js"
 import type { SqliteTransactions } from "../src/db/ImmediateSqliteClient.js"
-import { GatewayEventLog } from "../src/gateway/event-log.js"
+import type { HostStore } from "../src/db/HostStore.js"
+import { EventBus } from "../src/events/EventBus.js"
+import { EventLog } from "../src/events/EventLog.js"
+import { GatewayEvents } from "../src/events/gateway-bridge.js"
+import { Observers } from "../src/events/Observers.js"
+import { PluginObservers } from "../src/events/PluginObservers.js"
 import { Gateway, GatewaySettings } from "../src/gateway/Gateway.js"
 import { GatewayKeys } from "../src/gateway/key-sync.js"
 import * as ControlSocket from "../src/host/ControlSocket.js"
@@ -49,12 +54,14 @@ export interface StackParts<EC, EP, ED, EE, ES, EA> {
   /** Discovered and validated plugins (startup step 2). */
   readonly plugins: Layer.Layer<PluginRegistry, EP, HostConfig>
   readonly database: Layer.Layer<SqlClient.SqlClient | SqliteTransactions, ED, HostConfig>
-  readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig | PluginRegistry | Gateway | ConversationContext | HostActions>
+  readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig | PluginRegistry | Gateway | ConversationContext | HostActions | EventBus>
   /** Agent-session runtimes and attachments; attached conversations are delegated, not sandboxed. */
   readonly agentSessions: Layer.Layer<AgentSessions, EA, HostConfig | SqlClient.SqlClient>
   /** The connection runtimes, in start order (the plugin registry's, or a test's). */
   readonly runtimes: Layer.Layer<ConnectionRuntimeSources, ES, HostConfig | PluginRegistry>
   readonly rollback: Layer.Layer<DeployRollback, never, HostConfig>
+  /** The event bus and its observers; by default the bus with the event log and plugins' observers. */
+  readonly events?: Layer.Layer<EventBus | Observers, never, HostConfig | HostStore | SqlClient.SqlClient | PluginRegistry>
   /** The HTTP client of the built-in connection runtimes (Matrix); fetch by default. */
   readonly httpClient?: Layer.Layer<HttpClient.HttpClient>
 }
@@ -66,11 +73,14 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const plugins = logged("plugins", parts.plugins)
   // 3. database, migrations, this run's record
   const database = logged("database", Layer.provideMerge(runRecordLayer, Layer.provideMerge(Stores.layer, parts.database)))
+  // The event bus and its observers (the event log, plugins' observers) come before anything that
+  // publishes, so they see every event, and close after it, so they write the last ones.
+  const events = logged("event bus", parts.events ?? Layer.merge(EventLog.layer, PluginObservers.layer).pipe(Layer.provideMerge(Observers.layer), Layer.provideMerge(EventBus.layer)))
   const sessions = logged("agent sessions", parts.agentSessions)
   // 6. the LLM gateway (its usage events go to the events table). It starts before the executor,
   // which mints a token per turn; nothing dispatches before step 9, so starting it early is safe.
   // Gateway keys (`pynchy keys`) are read from the database once it listens, and again on a control-socket wake.
-  const gateway = logged("gateway", Layer.merge(GatewayEventLog.layer, GatewayKeys.layer).pipe(Layer.provideMerge(Gateway.layer), Layer.provideMerge(GatewaySettings.layerHost)))
+  const gateway = logged("gateway", Layer.merge(GatewayEvents.layer, GatewayKeys.layer).pipe(Layer.provideMerge(Gateway.layer), Layer.provideMerge(GatewaySettings.layerHost)))
   // Conversation memory (history, summaries through the gateway, the context start) for the
   // executor, which builds each turn's context, and the runner, which handles /new.
   const memory = logged("conversation memory", ConversationContext.layer)
@@ -114,6 +124,7 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
     Layer.provideMerge(memory),
     Layer.provideMerge(gateway),
     Layer.provideMerge(sessions),
+    Layer.provideMerge(events),
     Layer.provideMerge(database),
     Layer.provideMerge(plugins),
     Layer.provideMerge(config)

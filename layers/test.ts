@@ -10,11 +10,12 @@ import * as Database from "../src/db/Database.js"
 import * as ScriptedExecutor from "../src/pipeline/ScriptedExecutor.js"
 import { DeployRollback } from "../src/host/DeployRollback.js"
 import { ConnectionRuntimeSources, type RuntimeEntry } from "../src/runtimes/ConnectionRuntimes.js"
-import { makeStack } from "./stack.js"
+import { makeStack, type StackParts } from "./stack.js"
 import type { AgentExecutor, ExecutorLiveness } from "../src/pipeline/AgentExecutor.js"
 import type { ConversationContext } from "../src/pipeline/ConversationContext.js"
 import type { HostActions } from "../src/actions/HostActions.js"
 import type { Gateway } from "../src/gateway/Gateway.js"
+import type { EventBus } from "../src/events/EventBus.js"
 import { tmpdir } from "node:os"
 import { BUILTINS, type BuiltinPlugin } from "../src/plugins/builtin.js"
 import { PluginRegistry } from "../src/plugins/PluginRegistry.js"
@@ -28,8 +29,10 @@ export interface TestHostOptions {
   readonly agentSessionRuntimes?: (registry: AgentSessionRuntimeRegistry.Service) => Effect.Effect<unknown, unknown>
   /** Plugins added to the built-ins (a test's service handlers, channels, runtimes). */
   readonly plugins?: ReadonlyArray<BuiltinPlugin>
+  /** Replaces the event bus and its observers (see StackParts). */
+  readonly events?: StackParts<never, never, never, never, never, never>["events"]
   /** Replaces the scripted executor. */
-  readonly executor?: Layer.Layer<AgentExecutor | ExecutorLiveness, never, ConversationContext | Gateway | HostActions>
+  readonly executor?: Layer.Layer<AgentExecutor | ExecutorLiveness, never, ConversationContext | Gateway | HostActions | EventBus>
 }
 
 export const makeTestHost = (config: PynchyConfig, options: TestHostOptions = {}) =>
@@ -44,6 +47,7 @@ export const makeTestHost = (config: PynchyConfig, options: TestHostOptions = {}
     executor: options.executor ?? ScriptedExecutor.layer(options.replyDelay ? { replyDelay: options.replyDelay } : undefined),
     runtimes: Layer.succeed(ConnectionRuntimeSources, options.runtimes ?? []),
     rollback: options.rollback ?? DeployRollback.layerNoop,
+    ...(options.events !== undefined ? { events: options.events } : {}),
     agentSessions: Layer.provideMerge(
       AgentSessions.layer,
       Layer.merge(

@@ -3,6 +3,7 @@
  * conversation of 100,000 messages (50,000 exchanges, each a user message and a sent reply) in a
  * SQLite file, with the default budget (16,000 history tokens). Figures, not tests.
  */
+import { EventBus } from "../../src/events/EventBus.js"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import * as fs from "node:fs"
@@ -42,7 +43,7 @@ export default async (): Promise<Array<Row>> => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-memory-bench-"))
   const runtime = ManagedRuntime.make(
     ConversationContext.layer.pipe(
-      Layer.provideMerge(Layer.merge(Stores.layer, noGateway)),
+      Layer.provideMerge(Layer.mergeAll(Stores.layer, noGateway, EventBus.layer)),
       Layer.provideMerge(Database.layerFile(path.join(dir, "pynchy.db"))),
       Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)),
       Layer.orDie

@@ -25,6 +25,9 @@ import { HostIdentity } from "../../src/pipeline/HostIdentity.js"
 import { AgentExecutor, ExecutorLiveness, TurnFailed } from "../../src/pipeline/AgentExecutor.js"
 import { InboundCommitted } from "../../src/pipeline/InboundCommitted.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
+import { EventBus } from "../../src/events/EventBus.js"
+import { EventLog } from "../../src/events/EventLog.js"
+import { Observers } from "../../src/events/Observers.js"
 import { Outbox } from "../../src/pipeline/Outbox.js"
 import { Recovery } from "../../src/pipeline/Recovery.js"
 import { TurnQueue } from "../../src/pipeline/TurnQueue.js"
@@ -137,11 +140,17 @@ const countingStore = (counts: { batches: number; rows: number }) =>
 
 const noSignal = TurnSignal.of({ signal: () => Effect.void })
 
+/** The bus of the ingest-only stack: none (no publishing cost), or the host's with the event log observing. */
+export type BusChoice = "none" | "event-log"
+const busOf = (choice: BusChoice) =>
+  choice === "none" ? EventBus.layerNone : Layer.provideMerge(EventLog.layer, Layer.provideMerge(Observers.layer, EventBus.layer))
+
 /** Ingest alone: config, database + stores, workspaces, a turn signal that goes nowhere. */
-const ingestOnly = (config: PynchyConfig, file: string, counts = { batches: 0, rows: 0 }) =>
+export const ingestOnly = (config: PynchyConfig, file: string, counts = { batches: 0, rows: 0 }, bus: BusChoice = "none") =>
   Ingest.layer.pipe(
     Layer.provide(countingStore(counts)),
     Layer.provide(InboundCommitted.layer),
+    Layer.provideMerge(busOf(bus)),
     Layer.provideMerge(Layer.merge(Workspaces.layer, Layer.succeed(TurnSignal, noSignal))),
     Layer.provideMerge(Layer.provideMerge(Stores.layer, Database.layerFile(file))),
     Layer.provideMerge(HostConfig.layerFrom(config))
@@ -161,7 +170,7 @@ const startClock = () => {
   }
 }
 
-export const ingestRun = (dir: string): Promise<IngestRun> => {
+export const ingestRun = (dir: string, bus: BusChoice = "none"): Promise<IngestRun> => {
   const counts = { batches: 0, rows: 0 }
   const warm = payloads(INGEST_WARMUP, "w")
   const timed = payloads(INGEST_N, "")
@@ -178,7 +187,7 @@ export const ingestRun = (dir: string): Promise<IngestRun> => {
         meanBatch: counts.rows / counts.batches,
         problems: dedupProblems(timed.dupOf, results)
       }
-    }).pipe(Effect.provide(ingestOnly(recordingConfig(dir), dbFile(dir), counts)))
+    }).pipe(Effect.provide(ingestOnly(recordingConfig(dir), dbFile(dir), counts, bus)))
   )
 }
 
@@ -328,13 +337,17 @@ const recordingExecutor = (onEntry: (text: string, at: number) => Effect.Effect<
   )
 }
 
-/** The test host on a file database, with the recording executor. */
-const hostStack = (dir: string, onEntry: (text: string, at: number) => Effect.Effect<void>) =>
-  makeTestHost(recordingConfig(dir), { databaseFile: dbFile(dir), executor: recordingExecutor(onEntry) })
+/** The test host on a file database, with the recording executor (and, for `none`, a bus that does nothing). */
+const hostStack = (dir: string, onEntry: (text: string, at: number) => Effect.Effect<void>, bus: BusChoice = "event-log") =>
+  makeTestHost(recordingConfig(dir), {
+    databaseFile: dbFile(dir),
+    executor: recordingExecutor(onEntry),
+    ...(bus === "none" ? { events: Layer.provideMerge(Observers.layer, EventBus.layerNone) } : {})
+  })
 
 // ---- 2. committed → executor entry --------------------------------------------------------------------
 
-export const latencyRun = (dir: string, count = LATENCY_SAMPLES, warmup = LATENCY_WARMUP) => {
+export const latencyRun = (dir: string, count = LATENCY_SAMPLES, warmup = LATENCY_WARMUP, bus: BusChoice = "event-log") => {
   const waiters = new Map<string, Deferred.Deferred<number>>()
   const onEntry = (text: string, at: number) => {
     const d = waiters.get(text)
@@ -364,7 +377,7 @@ export const latencyRun = (dir: string, count = LATENCY_SAMPLES, warmup = LATENC
         yield* idle
       }
       return samples
-    }).pipe(Effect.provide(hostStack(dir, onEntry)))
+    }).pipe(Effect.provide(hostStack(dir, onEntry, bus)))
   )
 }
 

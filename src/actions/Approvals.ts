@@ -20,6 +20,7 @@
 import { Clock, Context, Deferred, Duration, Effect, Layer, Option } from "effect"
 import { createHash, randomInt } from "node:crypto"
 import type { ConversationId, TurnId } from "../domain/ids.js"
+import { EventBus } from "../events/EventBus.js"
 import { InboundCommitted } from "../pipeline/InboundCommitted.js"
 import { Outbox } from "../pipeline/Outbox.js"
 import type { RiskTier } from "../plugins/contract.js"
@@ -55,6 +56,7 @@ const decideCode = Effect.fn("Approvals.decide")(function* (conversationId: Conv
   const store = yield* ApprovalStore
   const row = yield* store.decide(code, conversationId, status, decidedBy, yield* Clock.currentTimeMillis)
   if (Option.isNone(row)) return Option.none<Approvals.Decision>()
+  yield* Effect.flatMap(EventBus, (bus) => bus.publish({ type: "approval.decided", code, conversationId, action: row.value.action, status }))
   yield* Effect.logInfo("approval decided").pipe(Effect.annotateLogs({ action: row.value.action, code, status }))
   return Option.some<Approvals.Decision>({ code, status })
 })
@@ -63,7 +65,7 @@ const decideCode = Effect.fn("Approvals.decide")(function* (conversationId: Conv
  * `decide` without a waiter to wake: for a process that only writes (`layerReplies`); the host
  * waiting on the request sees the row at its next re-check.
  */
-export const decideReply = (conversationId: ConversationId, text: string, decidedBy: string): Effect.Effect<Option.Option<Approvals.Decision>, never, ApprovalStore> => {
+export const decideReply = (conversationId: ConversationId, text: string, decidedBy: string): Effect.Effect<Option.Option<Approvals.Decision>, never, ApprovalStore | EventBus> => {
   const match = text.length <= MAX_REPLY ? REPLY.exec(text) : null
   if (match === null) return Effect.succeedNone
   return decideCode(conversationId, match[1]!.toLowerCase() === "approve" ? "approved" : "denied", match[2]!.toLowerCase(), decidedBy)
@@ -115,6 +117,7 @@ export class Approvals extends Context.Tag("pynchy/Approvals")<Approvals, Approv
     const store = yield* ApprovalStore
     const outbox = yield* Outbox
     const committed = yield* InboundCommitted
+    const bus = yield* EventBus
     const waiters = new Map<string, Deferred.Deferred<ApprovalVerdict>>()
 
     const waiterOf = (code: string) =>
@@ -151,6 +154,7 @@ export class Approvals extends Context.Tag("pynchy/Approvals")<Approvals, Approv
           const inserted = yield* store.insert(fresh)
           if (Option.isSome(inserted)) {
             yield* Effect.logInfo("approval requested").pipe(Effect.annotateLogs({ action: request.action, code: fresh.id, conversation: request.conversationId }))
+            yield* bus.publish({ type: "approval.asked", code: fresh.id, conversationId: request.conversationId, turnId: request.turnId, action: request.action, risk: request.risk, expiresAt: fresh.expiresAt })
             return inserted.value
           }
           const twin = open(yield* earlier(request.turnId))
@@ -190,6 +194,7 @@ export class Approvals extends Context.Tag("pynchy/Approvals")<Approvals, Approv
         }
         const ended = verdictOf(yield* store.expire(row.id, yield* Clock.currentTimeMillis))
         yield* Effect.logInfo("approval ended").pipe(Effect.annotateLogs({ action: row.action, code: row.id, verdict: ended }))
+        if (ended === "expired") yield* bus.publish({ type: "approval.decided", code: row.id, conversationId: row.conversationId, action: row.action, status: "expired" })
         return ended
       })
 
@@ -218,14 +223,14 @@ export class Approvals extends Context.Tag("pynchy/Approvals")<Approvals, Approv
       return waiter === undefined || Option.isNone(decided) ? Effect.void : Deferred.succeed(waiter, decided.value.status)
     }
     const decide: Approvals.Service["decide"] = (conversationId, text, decidedBy) =>
-      Effect.tap(decideReply(conversationId, text, decidedBy), wake).pipe(Effect.provideService(ApprovalStore, store))
+      Effect.tap(decideReply(conversationId, text, decidedBy), wake).pipe(Effect.provideService(ApprovalStore, store), Effect.provideService(EventBus, bus))
 
     const decideByCode: Approvals.Service["decideCode"] = (code, status, decidedBy) =>
       Effect.gen(function* () {
         const row = yield* store.get(code)
         if (Option.isNone(row)) return Option.none<Approvals.Decision>()
         return yield* decideCode(row.value.conversationId, status, code, decidedBy)
-      }).pipe(Effect.tap(wake), Effect.provideService(ApprovalStore, store))
+      }).pipe(Effect.tap(wake), Effect.provideService(ApprovalStore, store), Effect.provideService(EventBus, bus))
 
     yield* committed.consume((m) => Effect.asVoid(decide(m.conversationId, m.text, m.sender)))
 
@@ -246,7 +251,7 @@ export class Approvals extends Context.Tag("pynchy/Approvals")<Approvals, Approv
    */
   static readonly layerReplies = Layer.scopedDiscard(
     Effect.gen(function* () {
-      const context = yield* Effect.context<ApprovalStore>()
+      const context = yield* Effect.context<ApprovalStore | EventBus>()
       const committed = yield* InboundCommitted
       yield* committed.consume((m) => decideReply(m.conversationId, m.text, m.sender).pipe(Effect.asVoid, Effect.provide(context)))
     })

@@ -16,6 +16,7 @@ import type { HostConfig } from "../config/HostConfig.js"
 import type { MessageStore } from "../db/MessageStore.js"
 import type { Ingest } from "../pipeline/Ingest.js"
 import { status } from "./commands/status.js"
+import { trace } from "./commands/trace.js"
 import { tasks } from "./commands/tasks.js"
 import { runCli } from "./run.js"
 
@@ -31,7 +32,7 @@ export const makeCli = <E, EC>(stacks: Stacks<E, EC>) =>
   runCli(
     Command.make("pynchy").pipe(
       Command.withDescription("A host for a personal AI assistant."),
-      Command.withSubcommands([start(stacks.makeHost), chat(stacks.makeHost), send(stacks.client), status, conversations, config, doctor, keys, plugins, deploy, mcp, tasks])
+      Command.withSubcommands([start(stacks.makeHost), chat(stacks.makeHost), send(stacks.client), status, trace, conversations, config, doctor, keys, plugins, deploy, mcp, tasks])
     ),
     { name: "pynchy", version: VERSION }
   )

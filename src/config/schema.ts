@@ -50,6 +50,14 @@ export class Limits extends Schema.Class<Limits>("Limits")({
   maxTasksPerWorkspace: Schema.optionalWith(PositiveInt, { default: () => 50 })
 }) {}
 
+/** The event bus's observers (docs/observability.md). */
+export class ObserversConfig extends Schema.Class<ObserversConfig>("ObserversConfig")({
+  /** The event log keeps this many days of events; older ones are pruned hourly. */
+  retainDays: Schema.optionalWith(PositiveInt, { default: () => 30 }),
+  /** Events each observer may have waiting; past that, its new events are dropped (and counted). */
+  queueSize: Schema.optionalWith(PositiveInt, { default: () => 1_024 })
+}) {}
+
 /** Settings of a named connection; `kind` picks the plugin that serves it, the rest is the plugin's. */
 export const ConnectionConfig = Schema.Struct(
   { kind: Schema.NonEmptyTrimmedString },
@@ -80,6 +88,7 @@ export class PynchyConfig extends Schema.Class<PynchyConfig>("PynchyConfig")({
   limits: Schema.optionalWith(Limits, { default: () => Limits.make({}) }),
   /** The LLM gateway: listen options, model groups, routing, retries, budgets (docs/gateway.md). */
   gateway: Schema.optionalWith(GatewayConfig, { default: () => GatewayConfig.make({}) }),
+  observers: Schema.optionalWith(ObserversConfig, { default: () => ObserversConfig.make({}) }),
   /** The Control UI on loopback (docs/control-ui.md); off when absent. */
   ui: Schema.optional(UiConfig)
 }) {}

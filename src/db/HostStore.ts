@@ -19,11 +19,15 @@ export declare namespace HostStore {
     readonly recordStop: (epoch: HostEpoch) => Effect.Effect<void>
     readonly lastRun: Effect.Effect<Option.Option<HostRun>>
     readonly appendEvent: (type: string, payload: unknown) => Effect.Effect<void>
+    /** Appends bus events (`type` and `at` in their columns, the rest as the payload); the caller makes the transaction. */
+    readonly appendEvents: (events: ReadonlyArray<{ readonly type: string; readonly at: number }>) => Effect.Effect<void>
+    /** Deletes events older than `before` (epoch millis); returns how many. */
+    readonly pruneEvents: (before: number) => Effect.Effect<number>
     readonly recentEvents: (limit: number) => Effect.Effect<ReadonlyArray<{ id: number; type: string; payload: unknown; at: number }>>
     readonly tableCounts: Effect.Effect<Record<string, number>>
-    /** Tokens used per workspace since `since` (epoch millis), from the gateway's usage events. */
+    /** Tokens used per workspace since `since` (epoch millis), from the gateway's call events (`gateway.usage` before the event bus). */
     readonly tokensUsedSince: (since: number) => Effect.Effect<ReadonlyArray<{ readonly workspace: string; readonly tokens: number }>>
-    /** Tokens and calls per UTC day (epoch millis of its midnight) and deployment since `since`, from the usage events. */
+    /** Tokens and calls per UTC day (epoch millis of its midnight) and deployment since `since`, from the gateway's call events. */
     readonly usagePerDay: (since: number) => Effect.Effect<ReadonlyArray<{ readonly day: number; readonly deployment: string; readonly tokens: number; readonly calls: number }>>
   }
 }
@@ -42,6 +46,15 @@ export class HostStore extends Context.Tag("pynchy/HostStore")<HostStore, HostSt
           FROM host_runs ORDER BY started_at DESC, rowid DESC LIMIT 1`.pipe(Effect.map((r) => Option.fromNullable(r[0])), Effect.orDie),
       appendEvent: (type, payload) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => sql`INSERT INTO events (type, payload, at) VALUES (${type}, ${JSON.stringify(payload)}, ${now})`).pipe(Effect.asVoid, Effect.orDie),
+      appendEvents: (events) =>
+        Effect.forEach(events, ({ at, type, ...payload }) => sql`INSERT INTO events (type, payload, at) VALUES (${type}, ${JSON.stringify(payload)}, ${at})`, { discard: true }).pipe(Effect.orDie),
+      pruneEvents: (before) =>
+        sql`DELETE FROM events WHERE at < ${before}`.pipe(
+          Effect.zipRight(sql<{ n: number }>`SELECT changes() AS n`),
+          Effect.map((rows) => rows[0]?.n ?? 0),
+          sql.withTransaction,
+          Effect.orDie
+        ),
       recentEvents: (limit) =>
         sql<{ id: number; type: string; payload: string; at: number }>`SELECT id, type, payload, at FROM events ORDER BY id DESC LIMIT ${limit}`.pipe(
           Effect.map((rows) => rows.map((r) => ({ ...r, payload: JSON.parse(r.payload) as unknown }))),
@@ -50,11 +63,11 @@ export class HostStore extends Context.Tag("pynchy/HostStore")<HostStore, HostSt
       tokensUsedSince: (since) =>
         sql<{ workspace: string; tokens: number }>`SELECT json_extract(payload, '$.workspace') AS workspace,
             SUM(json_extract(payload, '$.totalTokens')) AS tokens
-          FROM events WHERE type = 'gateway.usage' AND at >= ${since} GROUP BY 1`.pipe(Effect.orDie),
+          FROM events WHERE type IN ('gateway.call', 'gateway.usage') AND at >= ${since} GROUP BY 1`.pipe(Effect.orDie),
       usagePerDay: (since) =>
         sql<{ day: number; deployment: string; tokens: number; calls: number }>`SELECT (at / 86400000) * 86400000 AS day,
             json_extract(payload, '$.deployment') AS deployment, SUM(json_extract(payload, '$.totalTokens')) AS tokens, COUNT(*) AS calls
-          FROM events WHERE type = 'gateway.usage' AND at >= ${since} GROUP BY 1, 2 ORDER BY 1, 2`.pipe(Effect.orDie),
+          FROM events WHERE type IN ('gateway.call', 'gateway.usage') AND at >= ${since} GROUP BY 1, 2 ORDER BY 1, 2`.pipe(Effect.orDie),
       tableCounts: Effect.forEach(tables, (t) =>
         sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(t)}`.pipe(Effect.map((r) => [t, r[0]?.n ?? 0] as const))
       ).pipe(Effect.map(Object.fromEntries), Effect.orDie)

@@ -7,6 +7,7 @@ import { m0005_conversation_memory } from "./migrations/0005_conversation_memory
 import { m0006_gateway_keys } from "./migrations/0006_gateway_keys.js"
 import { m0007_schedules } from "./migrations/0007_schedules.js"
 import { m0008_attachment_session_ref } from "./migrations/0008_attachment_session_ref.js"
+import { m0012_event_lookups } from "./migrations/0012_event_lookups.js"
 
 /**
  * Numbered migrations, applied in order and recorded in `pynchy_migrations`.
@@ -133,5 +134,6 @@ export const migrations = {
   "0005_conversation_memory": m0005_conversation_memory,
   "0006_gateway_keys": m0006_gateway_keys,
   "0007_schedules": m0007_schedules,
-  "0008_attachment_session_ref": m0008_attachment_session_ref
+  "0008_attachment_session_ref": m0008_attachment_session_ref,
+  "0012_event_lookups": m0012_event_lookups
 } as const

@@ -28,7 +28,9 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
 /** No route maps this (connection, place) to a workspace. */
 export class NoRoute extends Schema.TaggedError<NoRoute>()("NoRoute", {
   connection: Schema.String,
-  place: Schema.String
+  place: Schema.String,
+  /** A route for this place exists but is disabled. */
+  disabled: Schema.optionalWith(Schema.Boolean, { default: () => false })
 }) {
   override get message() {
     return `no enabled route for connection '${this.connection}' place '${this.place}'`

@@ -57,6 +57,8 @@ export declare namespace Gateway {
   export interface MintInput {
     readonly workspace: string
     readonly conversationId: string
+    /** The turn the token is for: the gateway's events name it. */
+    readonly turnId?: number
     /** Public model names the token may use; all when absent. */
     readonly models?: ReadonlyArray<string>
     /** Epoch millis (the turn's deadline), on the Effect Clock. */

@@ -47,6 +47,7 @@ export const makeAccounting = (budgets: Budgets, emit: (event: GatewayEvent) => 
       at: t,
       workspace: ctx.grant.workspace,
       conversationId: ctx.grant.conversationId,
+      turnId: ctx.grant.turnId,
       model: ctx.model,
       deployment,
       api: ctx.api,
@@ -59,7 +60,8 @@ export const makeAccounting = (budgets: Budgets, emit: (event: GatewayEvent) => 
       cacheWriteTokens: usage?.cacheWriteTokens ?? 0,
       totalTokens: total,
       estimated,
-      durationMs: Math.round((performance.now() - ctx.received) * 1000) / 1000
+      durationMs: Math.round((performance.now() - ctx.received) * 1000) / 1000,
+      retries: Math.max(0, ctx.attempts - 1)
     })
   }
 

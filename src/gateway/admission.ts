@@ -82,7 +82,7 @@ export const makeAdmission = (
     need: number,
     { limit, reserved, resetsAt, used }: { limit: number; used: number; reserved: number; resetsAt: number | null }
   ): false => {
-    const { workspace, conversationId } = grant
+    const { conversationId, turnId, workspace } = grant
     const [who, budget] = scope === "turn"
       ? ["this turn", "its token budget"]
       : [workspace.startsWith("key:") ? `key '${workspace.slice(4)}'` : `workspace '${workspace}'`, "its daily token budget"]
@@ -90,7 +90,7 @@ export const makeAdmission = (
       ? `${who} has used ${budget} (${used} of ${limit} tokens)`
       : `${who} cannot fit this request in ${budget}: it may use up to ${need} tokens (${capWords}), and ${used} of ${limit} are used and ${reserved} held by requests in flight`
     const message = resetsAt === null ? why : `${why}; it resets at ${new Date(resetsAt).toISOString()}`
-    emit({ type: "gateway.budget_exceeded", at, workspace, conversationId, scope, limit, used, reserved, requested: need, resetsAt, message })
+    emit({ type: "gateway.budget_exceeded", at, workspace, conversationId, turnId, scope, limit, used, reserved, requested: need, resetsAt, message })
     send(res, 429, errorJson(api, "budget_exceeded", message))
     return false
   }

@@ -40,7 +40,10 @@ export const makeAttempts = (deps: AttemptsDeps): Attempts => {
   /** The deployment to try next, marked tried; undefined when none can take the request now. */
   const pick = (ctx: Ctx): Deployment | undefined => {
     const d = router.pick(ctx.chain, ctx.api, ctx.tried, now())
-    if (d !== undefined) ctx.tried.add(d.id)
+    if (d !== undefined) {
+      ctx.tried.add(d.id)
+      ctx.attempts++
+    }
     return d
   }
 

@@ -101,7 +101,7 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
     const need = admission.reservationOf(body, raw.length)
     if (!admission.admit(api, res, grant, need)) return
     const ctx: Ctx = {
-      api, req, res, grant, model, chain, stream, parsed: body, raw, rewritten, tried: new Set(), received,
+      api, req, res, grant, model, chain, stream, parsed: body, raw, rewritten, tried: new Set(), attempts: 0, received,
       reserved: need, accounted: false, charged: 0, live: false, cut: undefined, upReq: undefined, bodies: undefined, fiber: undefined
     }
     slot.ctx = ctx

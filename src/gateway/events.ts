@@ -10,6 +10,8 @@ export interface UsageEvent {
   readonly at: number
   readonly workspace: string
   readonly conversationId: string
+  /** The turn whose token made the request; null for gateway keys and tokens minted without one. */
+  readonly turnId: number | null
   /** The public model name the client asked for. */
   readonly model: string
   readonly deployment: string
@@ -31,6 +33,8 @@ export interface UsageEvent {
   readonly estimated: boolean
   /** Gateway receipt to last byte. */
   readonly durationMs: number
+  /** Attempts after the first. */
+  readonly retries: number
 }
 
 export interface BudgetExceededEvent {
@@ -38,6 +42,7 @@ export interface BudgetExceededEvent {
   readonly at: number
   readonly workspace: string
   readonly conversationId: string
+  readonly turnId: number | null
   /** The workspace's daily budget, or the turn token's own budget. */
   readonly scope: "workspace-daily" | "turn"
   readonly limit: number

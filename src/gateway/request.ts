@@ -27,6 +27,8 @@ export interface Ctx {
   accounted: boolean
   /** Tokens charged so far (by `account`). */
   charged: number
+  /** Attempts sent so far (a deployment picked). */
+  attempts: number
   /** An attempt is with the upstream (it may be spending tokens). */
   live: boolean
   /** Set when the client left or the token was revoked: whether an attempt was live then. */

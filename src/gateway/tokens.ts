@@ -9,6 +9,8 @@ import { digestOf, KEY_PREFIX, keyAccount, type KeyRecord } from "./keys.js"
 export interface Grant {
   readonly workspace: string
   readonly conversationId: string
+  /** The turn the token was minted for (null for gateway keys and the host's own calls): events name it. */
+  readonly turnId: number | null
   /** null: every model the gateway serves. */
   readonly models: ReadonlySet<string> | null
   readonly expiresAt: number
@@ -23,6 +25,7 @@ export interface Grant {
 export interface GrantInput {
   readonly workspace: string
   readonly conversationId: string
+  readonly turnId?: number | undefined
   readonly models?: ReadonlyArray<string> | undefined
   readonly expiresAt: number
   readonly tokenBudget?: number | undefined
@@ -48,6 +51,7 @@ export class TokenTable {
       next.set(r.digest, kept !== undefined && kept.workspace === keyAccount(r.name) ? kept : {
         workspace: keyAccount(r.name),
         conversationId: keyAccount(r.name),
+        turnId: null,
         models,
         expiresAt: r.expiresAt ?? Number.POSITIVE_INFINITY,
         tokenBudget: null,
@@ -74,6 +78,7 @@ export class TokenTable {
     this.grants.set(token, {
       workspace: input.workspace,
       conversationId: input.conversationId,
+      turnId: input.turnId ?? null,
       models: input.models ? new Set(input.models) : null,
       expiresAt: input.expiresAt,
       tokenBudget: input.tokenBudget ?? null,

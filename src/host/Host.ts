@@ -1,5 +1,6 @@
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { HostStore } from "../db/HostStore.js"
+import { Observers } from "../events/Observers.js"
 import { Gateway } from "../gateway/Gateway.js"
 import { HostIdentity } from "../pipeline/HostIdentity.js"
 import { TurnQueue } from "../pipeline/TurnQueue.js"
@@ -44,10 +45,12 @@ export class Host extends Context.Tag("pynchy/Host")<Host, Host.Service>() {
       const queue = yield* TurnQueue
       const gateway = yield* Gateway
       const runtimes = yield* ConnectionRuntimes
+      const observers = yield* Observers
       const publish = Effect.gen(function* () {
         yield* status.setSection("runtimes", yield* runtimes.health)
         yield* status.setSection("queue", yield* queue.stats)
         yield* status.setSection("gateway", yield* gateway.status)
+        yield* status.setSection("observers", yield* observers.stats)
       })
       yield* publish
       yield* Effect.forkScoped(Effect.repeat(publish, Schedule.spaced("1 second")))

@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { ContextStore, type Position, type SummaryRow, type TimelineEntry } from "../db/ContextStore.js"
-import { HostStore } from "../db/HostStore.js"
+import { EventBus } from "../events/EventBus.js"
 import { Gateway } from "../gateway/Gateway.js"
 import type { HistoryEntry } from "../protocol/ipc.js"
 import type { ConversationId } from "../domain/ids.js"
@@ -45,7 +45,7 @@ const SUMMARY_DEADLINE_MS = 60_000
 export class ConversationContext extends Context.Tag("pynchy/ConversationContext")<ConversationContext, ConversationContext.Service>() {
   static readonly make = Effect.gen(function* () {
     const store = yield* ContextStore
-    const host = yield* HostStore
+    const bus = yield* EventBus
     const gateway = yield* Gateway
     // Message and reply texts never change, so their counts are kept per counter (bounded, oldest
     // dropped first), keyed by a number: 2 * id + kind.
@@ -124,7 +124,7 @@ export class ConversationContext extends Context.Tag("pynchy/ConversationContext
           yield* Effect.logWarning("conversation summary failed: history cut to its budget").pipe(
             Effect.annotateLogs({ conversation: conversationId, workspace: input.workspace.id, turn: input.turn.id, code })
           )
-          yield* host.appendEvent("memory.summary_failed", { conversation: conversationId, workspace: input.workspace.id, turn: input.turn.id, code })
+          yield* bus.publish({ type: "memory.summary_failed", conversationId, workspace: input.workspace.id, turnId: input.turn.id, code })
           return result(window, used, previousText, "cut")
         })
       // Neither way out summarizes, so neither reads what fell out of the window.

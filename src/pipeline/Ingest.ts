@@ -1,6 +1,7 @@
 import { Context, Effect, Either, Exit, Layer, Schema } from "effect"
 import { type IngestRow, MessageStore } from "../db/MessageStore.js"
 import { InvalidInput, type NoRoute } from "../domain/errors.js"
+import { EventBus, type Publishable } from "../events/EventBus.js"
 import { conversationIdOf } from "../domain/ids.js"
 import { type Ingested, InboundMessageInput } from "../domain/message.js"
 import { problemsOf } from "../domain/problems.js"
@@ -39,6 +40,7 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
     const signals = yield* TurnSignal
     // What acts on a committed message (a reply like `approve k3x9q2` deciding an approval) reads it here.
     const committed = yield* InboundCommitted
+    const bus = yield* EventBus
 
     // Group commit: whatever is waiting when the writer comes round shares one transaction, and
     // every caller is resumed after that commit. One caller alone commits at once. This is the
@@ -54,9 +56,15 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
           return
         }
         const published: Array<CommittedInbound> = []
+        const events: Array<Publishable> = []
         results.value.forEach((r, i) => {
+          const { connection, place, providerEventId, workspace } = items[i]!.row
           if (!r.duplicate) published.push({ conversationId: r.conversationId, messageId: r.messageId, sender: items[i]!.row.sender, text: items[i]!.row.text })
+          events.push(r.duplicate
+            ? { type: "message.deduplicated", messageId: r.messageId, conversationId: r.conversationId, connection, place, providerEventId, conflict: r.conflict === true }
+            : { type: "message.ingested", messageId: r.messageId, conversationId: r.conversationId, workspace, connection, place, providerEventId })
         })
+        yield* bus.publishAll(events)
         yield* committed.publish(published)
         items.forEach((p, i) => p.resume(Exit.succeed(results.value[i]!)))
         const fresh = new Set(published.map((m) => m.conversationId))
@@ -78,7 +86,10 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
         const decoded = decode(input, { errors: "all", onExcessProperty: "error" })
         if (Either.isLeft(decoded)) return Effect.fail(new InvalidInput({ what: "ingest payload", problems: problemsOf(decoded.left) }))
         const m = decoded.right
-        return Effect.flatMap(workspaces.route(m.connection, m.place), (route) =>
+        const routed = workspaces.route(m.connection, m.place).pipe(Effect.tapError((e) =>
+          bus.publish({ type: "message.no_route", conversationId: conversationIdOf(m.connection, m.place), connection: m.connection, place: m.place, providerEventId: m.providerEventId, disabled: e.disabled })
+        ))
+        return Effect.flatMap(routed, (route) =>
           Effect.async<Ingested>((resume) => {
             waiting.push({
               resume,

@@ -4,6 +4,7 @@ import { DeliveryStore } from "../db/DeliveryStore.js"
 import { MessageStore } from "../db/MessageStore.js"
 import type { Delivery, DeliveryKind } from "../domain/delivery.js"
 import type { ConversationId, TurnId } from "../domain/ids.js"
+import { EventBus } from "../events/EventBus.js"
 import type { Conversation } from "../domain/workspace.js"
 import type { Channel } from "./channel-contract.js"
 import { Channels } from "./Channels.js"
@@ -42,10 +43,12 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
     const deliveries = yield* DeliveryStore
     const messages = yield* MessageStore
     const channels = yield* Channels
+    const bus = yield* EventBus
     const scope = yield* Effect.scope
+    const idsOf = (d: Delivery) => ({ deliveryId: d.id, idempotencyKey: d.idempotencyKey, conversationId: d.conversationId, turnId: d.turnId, kind: d.kind })
 
     const record: Outbox.Service["record"] = Effect.fn("Outbox.record")(function* (conversationId, turnId, items) {
-      yield* sql.withTransaction(
+      const rows = yield* sql.withTransaction(
         Effect.gen(function* () {
           const rows = yield* deliveries.record(items.map((i) => ({ ...i, conversationId, turnId })))
           for (const { delivery, created } of rows) {
@@ -53,8 +56,10 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
               yield* messages.appendOutbound({ conversationId, sender: "assistant", text: delivery.text, metadata: { delivery: delivery.idempotencyKey, kind: delivery.kind } })
             }
           }
+          return rows
         })
       ).pipe(Effect.orDie)
+      yield* bus.publishAll(rows.filter((r) => r.created).map((r) => ({ type: "delivery.recorded", ...idsOf(r.delivery) })))
       yield* sender.wake(conversationId)
     })
 
@@ -87,7 +92,9 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
         const attempt = yield* deliveries.beginAttempt(d.id)
         if (attempt > 1 && !channel.idempotentResends) {
           // An earlier call may have reached the platform before the crash: resending could duplicate.
-          yield* deliveries.settle(d.id, "unknown", "interrupted during an earlier send; the channel cannot resend idempotently")
+          const reason = "interrupted during an earlier send; the channel cannot resend idempotently"
+          yield* deliveries.settle(d.id, "unknown", reason)
+          yield* bus.publish({ type: "delivery.unknown", ...idsOf(d), attempt, reason })
           yield* Effect.logWarning("delivery outcome unknown").pipe(Effect.annotateLogs({ delivery: d.idempotencyKey, channel: channel.name }))
           return yield* noticeFor(d, "unknown")
         }
@@ -97,11 +104,13 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
         )
         if (outcome._tag === "Right") {
           yield* deliveries.settle(d.id, "sent")
+          yield* bus.publish({ type: "delivery.sent", ...idsOf(d), attempt })
           return
         }
         const status = outcome.left._tag === "SendTimedOut" && !channel.idempotentResends ? "unknown" : "failed"
         const reason = outcome.left._tag === "SendRejected" ? outcome.left.reason : "channel did not answer in time"
         yield* deliveries.settle(d.id, status, reason)
+        yield* bus.publish({ type: status === "failed" ? "delivery.failed" : "delivery.unknown", ...idsOf(d), attempt, reason })
         yield* Effect.logWarning(`delivery ${status}`).pipe(Effect.annotateLogs({ delivery: d.idempotencyKey, channel: channel.name }))
         yield* noticeFor(d, status)
       })

@@ -3,6 +3,7 @@ import { HostConfig } from "../config/HostConfig.js"
 import { TurnStore } from "../db/TurnStore.js"
 import type { ConversationId } from "../domain/ids.js"
 import { TurnOwner } from "../domain/turn.js"
+import { EventBus } from "../events/EventBus.js"
 import { HostIdentity } from "./HostIdentity.js"
 import { AgentExecutor } from "./AgentExecutor.js"
 import { type StartedTurn, TurnRunner } from "./TurnRunner.js"
@@ -44,6 +45,7 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
     const turns = yield* TurnStore
     const runner = yield* TurnRunner
     const executor = yield* AgentExecutor
+    const bus = yield* EventBus
     const capacity = config.limits.maxConcurrentTurns
     const scope = yield* Effect.scope
 
@@ -61,10 +63,10 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
       Effect.suspend(() => {
         if (running.has(conversationId)) {
           again.add(conversationId)
-          return Effect.void
+          return bus.publish({ type: "turn.queued", conversationId, running: true })
         }
         waiting.add(conversationId)
-        return wake.open
+        return Effect.zipRight(bus.publish({ type: "turn.queued", conversationId, running: false }), wake.open)
       })
 
     /** Messages that arrived during the turn are the next turn's; a turn that did not complete is looked at again. */

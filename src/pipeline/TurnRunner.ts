@@ -6,6 +6,7 @@ import { TaskStore } from "../db/TaskStore.js"
 import { TurnStore } from "../db/TurnStore.js"
 import type { ExecutorId, HostEpoch, MessageId } from "../domain/ids.js"
 import type { Turn } from "../domain/turn.js"
+import { EventBus } from "../events/EventBus.js"
 import { AgentExecutor, TurnBlocked, TurnFailed, type TurnInput } from "./AgentExecutor.js"
 import { Channels } from "./Channels.js"
 import { Outbox } from "./Outbox.js"
@@ -63,6 +64,7 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
     const channels = yield* Channels
     const contexts = yield* ContextStore
     const tasks = yield* TaskStore
+    const bus = yield* EventBus
 
     // `/new` is handled here, inside the turn that claimed it: moving the start only goes forward
     // and the notice is keyed by turn and message, so a rerun after a crash repeats neither, and
@@ -114,6 +116,8 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
 
     const run = Effect.fn("TurnRunner.run")(function* (started: StartedTurn) {
       const { turn, epoch } = started
+      const ids = { turnId: turn.id, conversationId: turn.conversationId, attempt: turn.attempts }
+      yield* bus.publish({ type: "turn.started", ...ids, executor: started.executor, messageIds: started.messageIds, adopted: started.adopted === true })
       let settle = (_outcome: "delivered" | "quiet" | "failed"): Effect.Effect<void> => Effect.void
       const outcome = yield* prepare(started).pipe(
         Effect.tap((p) => {
@@ -143,11 +147,13 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         if (blocked === null) {
           if (!(yield* turns.complete(turn.id, epoch))) return TurnOutcome.Lost()
           yield* settle("delivered")
+          yield* bus.publish({ type: "turn.completed", ...ids, code: "ok" })
           return TurnOutcome.Completed()
         }
         yield* Effect.logInfo("turn ended blocked").pipe(Effect.annotateLogs({ turn: turn.id, state: blocked.state }))
         if (!(yield* turns.complete(turn.id, epoch, `blocked:${blocked.state}`))) return TurnOutcome.Lost()
         yield* settle("delivered")
+        yield* bus.publish({ type: "turn.completed", ...ids, code: `blocked:${blocked.state}` })
         return TurnOutcome.Blocked({ state: blocked.state })
       }
       const failure = outcome.left
@@ -157,9 +163,12 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
       if (failure.retryable && turn.attempts < config.limits.maxTurnAttempts) {
         // A survivor that could not be taken over is an interruption, not a failure of the agent: again at once.
         const at = (yield* Clock.currentTimeMillis) + (started.adopted ? 0 : retryDelayMs(config.limits.retryBaseMs, turn.attempts))
-        return (yield* turns.retryLater(turn.id, epoch, `${failure.code}: ${failure.reason}`, at)) ? TurnOutcome.RetryAt({ at }) : TurnOutcome.Lost()
+        if (!(yield* turns.retryLater(turn.id, epoch, `${failure.code}: ${failure.reason}`, at))) return TurnOutcome.Lost()
+        yield* bus.publish({ type: "turn.retried", ...ids, code: failure.code, notBefore: at })
+        return TurnOutcome.RetryAt({ at })
       }
       if (!(yield* turns.fail(turn.id, epoch, `${failure.code}: ${failure.reason}`))) return TurnOutcome.Lost()
+      yield* bus.publish({ type: "turn.failed", ...ids, code: failure.code })
       yield* settle("failed")
       yield* outbox.record(turn.conversationId, turn.id, [{
         idempotencyKey: `t${turn.id}:failed`,

@@ -41,7 +41,7 @@ export class Workspaces extends Context.Tag("pynchy/Workspaces")<Workspaces, Wor
       register: store.register,
       route: (connection, place) =>
         Option.match(resolveRoute(config.routes, connection, place), {
-          onNone: () => Effect.fail(new NoRoute({ connection, place })),
+          onNone: () => Effect.fail(new NoRoute({ connection, place, disabled: config.routes.some((r) => !r.enabled && r.connection === connection && (r.place === place || r.place === "*")) })),
           onSome: Effect.succeed
         }),
       routesOf: (connection) => config.routes.filter((r) => r.enabled && r.connection === connection)

@@ -1,6 +1,6 @@
 import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Schedule, Scope } from "effect"
 import { HostConfig } from "../config/HostConfig.js"
-import { HostStore } from "../db/HostStore.js"
+import { EventBus } from "../events/EventBus.js"
 import { CloseFailure, RuntimeStartFailed } from "./errors.js"
 import { type AnyConnectionRuntime, asNative, type NativeConnectionRuntime, type NativeRuntimeContext, type NativeRuntimeServices } from "./native-runtime.js"
 
@@ -55,7 +55,7 @@ export class ConnectionRuntimes extends Context.Tag("pynchy/ConnectionRuntimes")
     const { config } = yield* HostConfig
     const entries = yield* ConnectionRuntimeSources
     const contexts = yield* RuntimeContexts
-    const store = yield* HostStore
+    const bus = yield* EventBus
     const services = yield* Effect.context<NativeRuntimeServices>()
     const limits = config.limits
     interface Started {
@@ -151,6 +151,7 @@ export class ConnectionRuntimes extends Context.Tag("pynchy/ConnectionRuntimes")
         started.push(one)
         health.set(name, { name, plugin: entry.plugin, ready: true, since: yield* Clock.currentTimeMillis })
         yield* Effect.logInfo("runtime ready").pipe(Effect.annotateLogs({ runtime: name, plugin: entry.plugin }))
+        yield* bus.publish({ type: "runtime.ready", runtime: name, plugin: entry.plugin })
       })
 
     yield* Effect.forEach(entries, startOne, { discard: true })
@@ -163,7 +164,7 @@ export class ConnectionRuntimes extends Context.Tag("pynchy/ConnectionRuntimes")
         const ready = yield* runtime.isReady.pipe(Effect.catchAllCause(() => Effect.succeed(false)))
         if (before !== undefined && before.ready !== ready) {
           health.set(runtime.name, { ...before, ready, since: now })
-          yield* store.appendEvent(ready ? "runtime.ready" : "runtime.unready", { runtime: runtime.name, plugin })
+          yield* bus.publish({ type: ready ? "runtime.ready" : "runtime.unready", runtime: runtime.name, plugin })
           yield* (ready ? Effect.logInfo("runtime ready again") : Effect.logWarning("runtime not ready")).pipe(Effect.annotateLogs({ runtime: runtime.name }))
         }
       }

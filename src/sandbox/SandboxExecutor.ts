@@ -18,6 +18,7 @@ import { HostActions } from "../actions/HostActions.js"
 import { HostConfig } from "../config/HostConfig.js"
 import { ExecutorId } from "../domain/ids.js"
 import type { Workspace } from "../domain/workspace.js"
+import { EventBus } from "../events/EventBus.js"
 import { Gateway } from "../gateway/Gateway.js"
 import { AgentExecutor, ExecutorLiveness, TurnFailed, type TurnInput } from "../pipeline/AgentExecutor.js"
 import { ConversationContext } from "../pipeline/ConversationContext.js"
@@ -74,6 +75,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
     const memory = yield* ConversationContext
     const gateway = yield* Gateway
     const actions = yield* HostActions
+    const bus = yield* EventBus
     const runtimes = options.runtimes ?? registry.containerRuntimes.map((c) => c.value as SandboxRuntime)
     const runnerPath = options.runnerPath ?? path.join(hostPackageRoot(), "dist", "runner.mjs")
     const knownCores = new Set(registry.agentCores.map((c) => c.name))
@@ -146,7 +148,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       const now = yield* Clock.currentTimeMillis
       const token = model !== null
         ? Option.some(yield* Effect.acquireRelease(
-          gateway.mintToken({ workspace: w.id, conversationId: input.conversation.id, models: [model], expiresAt: now + w.sandbox.timeoutSeconds * 1000 }),
+          gateway.mintToken({ workspace: w.id, conversationId: input.conversation.id, turnId: input.turn.id, models: [model], expiresAt: now + w.sandbox.timeoutSeconds * 1000 }),
           (minted) => minted.revoke
         ))
         : Option.none()
@@ -179,6 +181,8 @@ export const make = (options: SandboxExecutor.Options = {}) =>
           )
       )
       yield* record(hostDir, "sandbox.json", { runtime: runtime.name, id: handle.id })
+      const ids = { turnId: input.turn.id, conversationId: input.conversation.id, executor: input.executor, runtime: runtime.name }
+      yield* bus.publish({ type: "sandbox.started", ...ids, workspace: w.id })
       const exited = Effect.promise(() => handle.exited)
       const started = yield* Clock.currentTimeMillis
       // A turn over a batch may answer each of its messages (a host catching up after an outage).
@@ -192,6 +196,13 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         ms: (yield* Clock.currentTimeMillis) - started,
         ...(malformed > 0 ? { malformedLines: malformed } : {}),
         ...(outcome._tag === "Right" ? { status: "done", replies: outcome.right } : { status: "failed", code: outcome.left.code })
+      })
+      yield* bus.publish({
+        type: "sandbox.exited",
+        ...ids,
+        status: outcome._tag === "Right" ? "done" : "failed",
+        code: outcome._tag === "Right" ? null : outcome.left.code,
+        durationMs: (yield* Clock.currentTimeMillis) - started
       })
       if (outcome._tag === "Left") return yield* outcome.left
     }, Effect.scoped)

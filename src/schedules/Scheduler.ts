@@ -5,6 +5,7 @@ import { MessageStore } from "../db/MessageStore.js"
 import { TaskStore } from "../db/TaskStore.js"
 import { conversationIdOf } from "../domain/ids.js"
 import type { ScheduledTask } from "../domain/task.js"
+import { EventBus, type Publishable } from "../events/EventBus.js"
 import { Outbox } from "../pipeline/Outbox.js"
 import { TurnSignal } from "../pipeline/TurnSignal.js"
 import { AgentTasks } from "./AgentTasks.js"
@@ -42,6 +43,7 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
     const store = yield* TaskStore
     const outbox = yield* Outbox
     const signals = yield* TurnSignal
+    const bus = yield* EventBus
     const context = yield* Effect.context<SqlClient.SqlClient | TaskStore | MessageStore>()
     const wakeups = yield* Queue.sliding<void>(1)
     // Tasks agents create or cancel wake the timer too.
@@ -68,6 +70,8 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
 
     const fire = Effect.fn("Scheduler.fire")(function* (task: ScheduledTask) {
       const now = yield* Clock.currentTimeMillis
+      // Published once the transaction has committed.
+      const events: Array<Publishable> = []
       const result = yield* sql.withTransaction(Effect.gen(function* () {
         const fresh = yield* store.get(task.id)
         if (fresh._tag === "None" || fresh.value.status !== "active" || fresh.value.nextDue === null || fresh.value.nextDue > now) return "gone" as const
@@ -80,6 +84,7 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
         const tooOld = now - latest > t.catchUpMs
         const skippedThrough = tooOld ? latest : latest > due ? latestDue(recurrence, due, latest - 1) : null
         if (skippedThrough !== null) {
+          events.push({ type: "schedule.skipped", taskId: t.id, conversationId: t.conversationId, dueAt: due, reason: "too_old" })
           yield* store.recordRun({ taskId: t.id, dueAt: due, outcome: "skipped", skippedThrough }, now)
           if (t.notifySkipped) {
             yield* notice(t, `skipped:${due}`, `(Skipped scheduled runs from ${new Date(due).toISOString()} to ${new Date(skippedThrough).toISOString()}: the host was down.)`)
@@ -93,6 +98,7 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
           const lastUser = yield* store.lastUserMessageAt(t.conversationId)
           const idleSince = Math.max(lastUser ?? 0, t.createdAt)
           if (now - idleSince > t.pauseAfterMs) {
+            events.push({ type: "schedule.skipped", taskId: t.id, conversationId: t.conversationId, dueAt: latest, reason: "paused" })
             if (t.pausedAt === null) {
               yield* store.setPaused(t.id, now, now)
               const days = Math.round(t.pauseAfterMs / 86_400_000)
@@ -104,9 +110,11 @@ export class Scheduler extends Context.Tag("pynchy/Scheduler")<Scheduler, Schedu
           if (t.pausedAt !== null) yield* store.setPaused(t.id, null, now)
         }
         yield* enqueueRun(t, latest, now).pipe(Effect.provide(context))
+        events.push({ type: "schedule.run", taskId: t.id, conversationId: t.conversationId, dueAt: latest })
         yield* store.advance(t.id, due, next, now)
         return "ran" as const
       })).pipe(Effect.orDie)
+      yield* bus.publishAll(events)
       if (result === "ran") {
         firedCount++
         yield* signals.signal(conversationIdOf(task.connection, task.place))

@@ -28,7 +28,7 @@ import { COOKIE, loopbackHost, sameOrigin, sameSecret, Sessions } from "./auth.j
 import { chatRoutes } from "./chat.js"
 import { CurrentSession, PostedForm, UiFailure } from "./context.js"
 import { html, htmlResponse } from "./html.js"
-import { makeLiveFeed } from "./live.js"
+import { liveChanges } from "./live.js"
 import { page } from "./pages/layout.js"
 import { loginPage } from "./pages/login.js"
 import { pageRoutes } from "./routes.js"
@@ -76,7 +76,7 @@ export class ControlUi extends Context.Tag("pynchy/ControlUi")<ControlUi, Contro
       ))
       const sessions = new Sessions(settings.sessionMinutes * 60_000)
       const hub = new ReplyHub()
-      const live = yield* makeLiveFeed
+      const live = yield* liveChanges
       const closing = yield* Deferred.make<void>()
       const channels = yield* Channels
 
@@ -86,7 +86,6 @@ export class ControlUi extends Context.Tag("pynchy/ControlUi")<ControlUi, Contro
         messages: yield* MessageStore,
         workspaces: yield* Workspaces,
         hub,
-        live,
         closing
       })
       const pages = yield* pageRoutes(live, closing).pipe(Effect.provide(ApprovalStore.layer))
@@ -182,7 +181,6 @@ export class ControlUi extends Context.Tag("pynchy/ControlUi")<ControlUi, Contro
         idempotentResends: true,
         send: (delivery) => {
           hub.delivered(delivery.place)
-          Effect.runFork(live.publish({ kind: "delivery" }))
           return Promise.resolve()
         },
         progress: (event) => hub.progress(event)

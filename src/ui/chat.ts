@@ -22,7 +22,6 @@ import type { Ingest } from "../pipeline/Ingest.js"
 import type { Workspaces } from "../pipeline/Workspaces.js"
 import { htmlResponse } from "./html.js"
 import { CurrentSession, decodeForm, UiFailure } from "./context.js"
-import type { LiveFeed } from "./live.js"
 import { chatBody, type ChatLine } from "./pages/chat.js"
 import { page } from "./pages/layout.js"
 
@@ -45,7 +44,6 @@ export interface ChatOptions {
   readonly messages: MessageStore.Service
   readonly workspaces: Workspaces.Service
   readonly hub: ReplyHub
-  readonly live: LiveFeed
   readonly closing: Deferred.Deferred<void>
 }
 
@@ -98,7 +96,6 @@ export const chatRoutes = (o: ChatOptions) => {
         : { providerEventId: keyedEventId(session.tokenHash, place, key), fingerprint: bodyDigest(message) })
     }).pipe(Effect.mapError((e) => new UiFailure({ status: e._tag === "NoRoute" ? 404 : 400, reason: e.message })))
     if (result.conflict) return yield* new UiFailure({ status: 409, reason: "this key was already used for another message" })
-    yield* o.live.publish({ kind: "message" })
     return (req.headers["accept"] ?? "").includes("application/json")
       ? HttpServerResponse.unsafeJson({ messageId: result.messageId, conversationId: result.conversationId, duplicate: result.duplicate }, { status: 202 })
       : HttpServerResponse.redirect(`/chat/${place}`, { status: 303 })

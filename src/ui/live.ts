@@ -1,26 +1,19 @@
 /**
- * The Control UI's live feed: a notice per change worth re-rendering a page for, sent to the
- * browser over SSE (`/live`, `event: change`). Its sources are the UI's own channel (a reply or
- * streamed text for a UI conversation) and the UI's own actions (a message posted, an approval
- * decided). A page that shows live data re-reads itself on a notice.
+ * The Control UI's live feed: the host's event bus, as a notice per event (its type only, never
+ * its ids or content), sent to the browser over SSE (`/live`, `event: change`). A page that shows
+ * live data re-reads itself on a notice.
  */
-import { Effect, PubSub, type Queue, type Scope } from "effect"
+import { Effect, Stream } from "effect"
+import { EventBus } from "../events/EventBus.js"
 
 export interface LiveChange {
-  /** What changed: `delivery`, `message`, `approval`, ... */
+  /** The event's type: `message.ingested`, `approval.decided`, `delivery.sent`, ... */
   readonly kind: string
 }
 
-export interface LiveFeed {
-  /** Never waits: a browser that reads too slowly loses notices, not the host's time. */
-  readonly publish: (change: LiveChange) => Effect.Effect<void>
-  readonly subscribe: Effect.Effect<Queue.Dequeue<LiveChange>, never, Scope.Scope>
-}
-
-export const makeLiveFeed: Effect.Effect<LiveFeed, never, Scope.Scope> = Effect.gen(function* () {
-  const pubsub = yield* Effect.acquireRelease(PubSub.sliding<LiveChange>(64), PubSub.shutdown)
-  return {
-    publish: (change) => Effect.asVoid(PubSub.publish(pubsub, change)),
-    subscribe: PubSub.subscribe(pubsub)
-  }
-})
+/** Notices from now on, while the stream is read. A browser that reads too slowly loses notices, never the bus's time. */
+export const liveChanges: Effect.Effect<Stream.Stream<LiveChange>, never, EventBus> = Effect.map(EventBus, (bus) =>
+  Stream.unwrapScoped(Effect.map(bus.subscribe, (queue) => Stream.fromQueue(queue))).pipe(
+    Stream.map((e): LiveChange => ({ kind: e.type })),
+    Stream.buffer({ capacity: 64, strategy: "sliding" })
+  ))

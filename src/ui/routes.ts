@@ -12,7 +12,6 @@ import { Clock, type Deferred, Effect, Option, Schedule, Schema, Stream } from "
 import { ApprovalStore } from "../actions/ApprovalStore.js"
 import { Approvals } from "../actions/Approvals.js"
 import { sseResponse } from "../channels/http/reply-stream.js"
-import { DeliveryStore } from "../db/DeliveryStore.js"
 import { HostStore } from "../db/HostStore.js"
 import { MessageStore } from "../db/MessageStore.js"
 import { TaskStore } from "../db/TaskStore.js"
@@ -23,7 +22,7 @@ import { Channels } from "../pipeline/Channels.js"
 import { ConnectionRuntimes } from "../runtimes/ConnectionRuntimes.js"
 import { CurrentSession, decodeForm, UiFailure } from "./context.js"
 import { type Html, htmlResponse } from "./html.js"
-import type { LiveFeed } from "./live.js"
+import type { LiveChange } from "./live.js"
 import { approvalsBody } from "./pages/approvals.js"
 import { conversationBody, conversationsBody, traceBody } from "./pages/conversations.js"
 import { gatewayBody } from "./pages/gateway.js"
@@ -43,7 +42,7 @@ const NoticeQuery = Schema.Struct({ decided: Schema.optional(Schema.String.pipe(
 const notFound = (what: string) => new UiFailure({ status: 404, reason: `${what} not found` })
 const invalid = (what: string) => () => new UiFailure({ status: 400, reason: `invalid ${what}` })
 
-export const pageRoutes = (live: LiveFeed, closing: Deferred.Deferred<void>) =>
+export const pageRoutes = (live: Stream.Stream<LiveChange>, closing: Deferred.Deferred<void>) =>
   Effect.gen(function* () {
     const approvals = yield* Approvals
     const approvalStore = yield* ApprovalStore
@@ -54,7 +53,7 @@ export const pageRoutes = (live: LiveFeed, closing: Deferred.Deferred<void>) =>
     const gateway = yield* Gateway
     const runtimes = yield* ConnectionRuntimes
     const channels = yield* Channels
-    const traceContext = yield* Effect.context<MessageStore | TurnStore | DeliveryStore | SqlClient.SqlClient>()
+    const traceContext = yield* Effect.context<MessageStore | SqlClient.SqlClient>()
 
     const show = (title: string, current: string, body: Html) =>
       Effect.map(CurrentSession, (session) =>
@@ -92,7 +91,6 @@ export const pageRoutes = (live: LiveFeed, closing: Deferred.Deferred<void>) =>
       const session = yield* CurrentSession
       const decided = yield* approvals.decideCode(code, decision === "approve" ? "approved" : "denied", session.user)
       if (Option.isNone(decided)) return yield* new UiFailure({ status: 409, reason: `approval ${code} is not pending (decided, expired or unknown)` })
-      yield* live.publish({ kind: "approval" })
       return HttpServerResponse.redirect(`/approvals?decided=${encodeURIComponent(`${code} ${decided.value.status}`)}`, { status: 303 })
     })
 
@@ -112,11 +110,10 @@ export const pageRoutes = (live: LiveFeed, closing: Deferred.Deferred<void>) =>
     })
 
     const liveStream = Effect.gen(function* () {
-      const frames = Stream.unwrapScoped(Effect.map(live.subscribe, (queue) =>
-        Stream.merge(
-          Stream.fromQueue(queue).pipe(Stream.map((c) => `event: change\ndata: ${JSON.stringify(c)}\n\n`)),
-          Stream.fromSchedule(Schedule.spaced(HEARTBEAT)).pipe(Stream.as(": ping\n\n"))
-        )))
+      const frames = Stream.merge(
+        live.pipe(Stream.map((c) => `event: change\ndata: ${JSON.stringify(c)}\n\n`)),
+        Stream.fromSchedule(Schedule.spaced(HEARTBEAT)).pipe(Stream.as(": ping\n\n"))
+      )
       return sseResponse(Stream.concat(Stream.make("retry: 2000\n\n"), frames).pipe(Stream.interruptWhen(closing)))
     })
 

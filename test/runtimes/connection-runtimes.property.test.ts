@@ -1,4 +1,5 @@
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import { EventBus } from "../../src/events/EventBus.js"
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, FastCheck as fc, Layer, Logger, LogLevel, Option, TestClock } from "effect"
 import { HostConfig } from "../../src/config/HostConfig.js"
@@ -57,6 +58,7 @@ const underTest = (specs: ReadonlyArray<Spec>, log: Array<string>) => {
   const config = HostConfig.layerFrom(recordingConfig(tempDir(), { runtimeTimeoutsMs: { start: 1_000, ready: 200, close: 1_000, check: 1_000 } }))
   const base = Layer.mergeAll(
     Layer.provideMerge(Stores.layer, Database.layerMemory),
+    EventBus.layer,
     FetchHttpClient.layer,
     Layer.succeed(ConnectionRuntimeSources, specs.map((s, i) => ({ plugin: `plugin${i % 2}`, value: runtimeFor(i, s, log) }))),
     Layer.succeed(RuntimeContexts, { make: () => Effect.succeed({ context: {} as never, release: Effect.void }) }),

@@ -1,4 +1,5 @@
 /** Helpers for the sandbox tests: a freshly built runner bundle, executor layers, probes. */
+import { EventBus } from "../../src/events/EventBus.js"
 import { build } from "esbuild"
 import { Effect, Layer } from "effect"
 import { HostConfig } from "../../src/config/HostConfig.js"
@@ -54,7 +55,8 @@ export const bareSandboxExecutor = (config: PynchyConfig, options: SandboxExecut
   const host = Layer.mergeAll(
     ConversationContext.layerNone,
     Layer.provide(HostActions.layer, Layer.merge(Approvals.layerNone, AgentTasks.layerNone)),
-    Layer.provide(Gateway.layer, GatewaySettings.layerFrom({ dataDir: config.dataDir, providers: [], gateway: GatewayConfig.make({}) }))
+    Layer.provide(Gateway.layer, GatewaySettings.layerFrom({ dataDir: config.dataDir, providers: [], gateway: GatewayConfig.make({}) })),
+    EventBus.layer
   ).pipe(Layer.provideMerge(registry))
   return Layer.provide(SandboxExecutor.layer(options), host).pipe(Layer.provide(HostConfig.layerFrom(config)), Layer.orDie)
 }

@@ -22,6 +22,6 @@ ${messages.map((m) => html`<tr><td>${m.id}</td><td>${time(m.createdAt)}</td><td>
 </tbody></table>`
 
 export const traceBody = (t: MessageTrace): Html => html`<h1>Trace of message ${t.message.id}</h1>
-<p class="verdict" role="status"><strong>Verdict:</strong> ${t.verdict}</p>
+<p class="verdict verdict-${t.verdict.code}" role="status"><strong>Verdict:</strong> ${t.verdict.text} <code>${t.verdict.code}</code></p>
 <p>In <a href="/conversations/${encodeURIComponent(t.message.conversationId)}">${t.message.conversationId}</a> from ${t.message.sender}: <span class="text">${t.message.text}</span></p>
 <ol class="trace">${t.steps.map((s) => html`<li class="step ${s.outcome}"><span class="at">${time(s.at)}</span> <strong>${s.what}</strong> ${s.detail}</li>`)}</ol>`
