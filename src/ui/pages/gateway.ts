@@ -12,8 +12,9 @@ const DAY = 86_400_000
 const COLORS = ["#3b6ea8", "#d08a2e", "#4a9a5b", "#a84a6e", "#7a62b3", "#5a8f95"]
 
 /** Tokens per UTC day over `days` days ending today, stacked by deployment: a server-rendered SVG. */
-export const spendChart = (rows: ReadonlyArray<DayUsage>, today: number, days: number): Html => {
+export const spendChart = (all: ReadonlyArray<DayUsage>, today: number, days: number): Html => {
   const first = today - (days - 1) * DAY
+  const rows = all.filter((r) => r.day >= first && r.day <= today)
   const deployments = [...new Set(rows.map((r) => r.deployment))].sort()
   const totals = Array.from({ length: days }, (_, i) => rows.filter((r) => r.day === first + i * DAY).reduce((n, r) => n + r.tokens, 0))
   const max = Math.max(1, ...totals)
