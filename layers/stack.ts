@@ -12,7 +12,7 @@ import { Approvals } from "../src/actions/Approvals.js"
 import { HostActions } from "../src/actions/HostActions.js"
 import { delegating } from "../src/runtimes/agent-session/DelegatingExecutor.js"
 import * as PluginChannels from "../src/channels/PluginChannels.js"
-import type { HostConfig } from "../src/config/HostConfig.js"
+import { HostConfig } from "../src/config/HostConfig.js"
 import * as Stores from "../src/db/Stores.js"
 import type { SqliteTransactions } from "../src/db/ImmediateSqliteClient.js"
 import type { HostStore } from "../src/db/HostStore.js"
@@ -49,6 +49,7 @@ import { Scheduler } from "../src/schedules/Scheduler.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
 import * as Metrics from "../src/telemetry/metrics.js"
 import * as Telemetry from "../src/telemetry/Telemetry.js"
+import { ControlUi } from "../src/ui/ControlUi.js"
 
 export interface StackParts<EC, EP, ED, EE, ES, EA> {
   readonly config: Layer.Layer<HostConfig, EC>
@@ -111,7 +112,11 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const schedules = logged("schedules", Scheduler.layer)
   // 10. channels, then ready
   const channels = logged("channels", PluginChannels.layer)
+  // The Control UI (only with `ui:` in config) reads what every step above holds and binds the
+  // channel of its own connection.
+  const ui = Layer.unwrapEffect(Effect.map(HostConfig, ({ config }) => (config.ui === undefined ? Layer.empty : logged("control ui", ControlUi.layer))))
   const stack = logged("host", Host.layer).pipe(
+    Layer.provideMerge(ui),
     Layer.provideMerge(channels),
     Layer.provideMerge(schedules),
     Layer.provideMerge(dispatch),

@@ -54,6 +54,8 @@ export declare namespace ApprovalStore {
      */
     readonly insert: (approval: NewApproval) => Effect.Effect<Option.Option<Approval>>
     readonly get: (id: string) => Effect.Effect<Option.Option<Approval>>
+    /** The newest requests first (the Control UI's list), `limit` of them. */
+    readonly recent: (limit: number) => Effect.Effect<ReadonlyArray<Approval>>
     /**
      * The latest request of the turn's current attempt for an action with this input digest,
      * whatever its status; requests of earlier attempts are never found.
@@ -87,6 +89,11 @@ export class ApprovalStore extends Context.Tag("pynchy/ApprovalStore")<ApprovalS
       Request: Schema.String,
       Result: Approval,
       execute: (id) => sql`SELECT ${sql.literal(columns)} FROM approvals WHERE id = ${id}`
+    })
+    const newest = SqlSchema.findAll({
+      Request: Schema.Int,
+      Result: Approval,
+      execute: (limit) => sql`SELECT ${sql.literal(columns)} FROM approvals ORDER BY created_at DESC, rowid DESC LIMIT ${limit}`
     })
     const byRequest = SqlSchema.findOne({
       Request: Schema.Struct({ turnId: TurnId, action: Schema.String, inputDigest: Schema.String }),
@@ -131,6 +138,7 @@ export class ApprovalStore extends Context.Tag("pynchy/ApprovalStore")<ApprovalS
     return ApprovalStore.of({
       insert: (a) => Effect.orDie(insertRow(a)),
       get: (id) => Effect.orDie(byId(id)),
+      recent: (limit) => Effect.orDie(newest(limit)),
       find: (turnId, action, inputDigest) => Effect.orDie(byRequest({ turnId, action, inputDigest })),
       decide: (id, conversationId, status, decidedBy, now) => Effect.orDie(decideRow({ id, conversationId, status, decidedBy, now })),
       expire: (id, now) =>

@@ -104,6 +104,11 @@ export declare namespace Approvals {
      * `layer` applies every message this process's Ingest commits.
      */
     readonly decide: (conversationId: ConversationId, text: string, decidedBy: string) => Effect.Effect<Option.Option<Decision>>
+    /**
+     * Decides a pending request by its code, as a reply `approve <code>` in its conversation would
+     * (the Control UI's buttons): none for an unknown code or one already decided or expired.
+     */
+    readonly decideCode: (code: string, status: "approved" | "denied", decidedBy: string) => Effect.Effect<Option.Option<Decision>>
   }
 }
 
@@ -213,15 +218,23 @@ export class Approvals extends Context.Tag("pynchy/Approvals")<Approvals, Approv
       }
     })
 
+    const wake = (decided: Option.Option<Approvals.Decision>) => {
+      const waiter = Option.isSome(decided) ? waiters.get(decided.value.code) : undefined
+      return waiter === undefined || Option.isNone(decided) ? Effect.void : Deferred.succeed(waiter, decided.value.status)
+    }
     const decide: Approvals.Service["decide"] = (conversationId, text, decidedBy) =>
-      Effect.tap(decideReply(conversationId, text, decidedBy), (decided) => {
-        const waiter = Option.isSome(decided) ? waiters.get(decided.value.code) : undefined
-        return waiter === undefined || Option.isNone(decided) ? Effect.void : Deferred.succeed(waiter, decided.value.status)
-      }).pipe(Effect.provideService(ApprovalStore, store), Effect.provideService(EventBus, bus))
+      Effect.tap(decideReply(conversationId, text, decidedBy), wake).pipe(Effect.provideService(ApprovalStore, store), Effect.provideService(EventBus, bus))
+
+    const decideByCode: Approvals.Service["decideCode"] = (code, status, decidedBy) =>
+      Effect.gen(function* () {
+        const row = yield* store.get(code)
+        if (Option.isNone(row)) return Option.none<Approvals.Decision>()
+        return yield* decideCode(row.value.conversationId, status, code, decidedBy)
+      }).pipe(Effect.tap(wake), Effect.provideService(ApprovalStore, store), Effect.provideService(EventBus, bus))
 
     yield* committed.consume((m) => Effect.asVoid(decide(m.conversationId, m.text, m.sender)))
 
-    return Approvals.of({ request, decide })
+    return Approvals.of({ request, decide, decideCode: decideByCode })
   })
 
   /**
@@ -247,6 +260,7 @@ export class Approvals extends Context.Tag("pynchy/Approvals")<Approvals, Approv
   /** For a host with no one to ask (a test, a bare executor): every request is `unavailable`, no reply decides anything. */
   static readonly layerNone = Layer.succeed(Approvals, Approvals.of({
     request: () => Effect.succeed("unavailable" as const),
-    decide: () => Effect.succeedNone
+    decide: () => Effect.succeedNone,
+    decideCode: () => Effect.succeedNone
   }))
 }

@@ -54,6 +54,9 @@ const semanticProblems = (config: PynchyConfig): Array<Problem> => {
     names.add(p.name)
   })
   problems.push(...scheduleProblems(config))
+  if (config.ui !== undefined && config.ui.tokens.length === 0 && config.ui.tokensFile === undefined) {
+    problems.push(Problem.make({ path: "ui.tokens", reason: "give at least one token hash (tokens or tokensFile) to log in to the Control UI" }))
+  }
   return problems
 }
 

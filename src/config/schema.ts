@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { ConnectionName, WorkspaceId } from "../domain/ids.js"
 import { Route, Workspace } from "../domain/workspace.js"
 import { GatewayConfig } from "./gateway.js"
+import { UI_CONNECTION, UiConfig } from "./ui.js"
 
 const PositiveInt = Schema.Int.pipe(Schema.positive())
 const Millis = Schema.Int.pipe(Schema.between(1, 86_400_000))
@@ -69,7 +70,9 @@ export const ContainerRuntimeChoice = Schema.String.pipe(Schema.nonEmptyString()
 const defaultWorkspaces = () => [Workspace.make({ id: WorkspaceId.make("main"), instructions: "You are a helpful personal assistant." })]
 const defaultRoutes = () => [
   Route.make({ connection: ConnectionName.make("terminal"), place: "*", workspace: WorkspaceId.make("main") }),
-  Route.make({ connection: ConnectionName.make("cli"), place: "*", workspace: WorkspaceId.make("main") })
+  Route.make({ connection: ConnectionName.make("cli"), place: "*", workspace: WorkspaceId.make("main") }),
+  // The Control UI's chat; nothing arrives on it unless `ui:` is set.
+  Route.make({ connection: ConnectionName.make(UI_CONNECTION), place: "*", workspace: WorkspaceId.make("main") })
 ]
 
 /** The shape of `pynchy.yaml`. Every field has a default: an empty file is a working host. */
@@ -85,5 +88,7 @@ export class PynchyConfig extends Schema.Class<PynchyConfig>("PynchyConfig")({
   limits: Schema.optionalWith(Limits, { default: () => Limits.make({}) }),
   /** The LLM gateway: listen options, model groups, routing, retries, budgets (docs/gateway.md). */
   gateway: Schema.optionalWith(GatewayConfig, { default: () => GatewayConfig.make({}) }),
-  observers: Schema.optionalWith(ObserversConfig, { default: () => ObserversConfig.make({}) })
+  observers: Schema.optionalWith(ObserversConfig, { default: () => ObserversConfig.make({}) }),
+  /** The Control UI on loopback (docs/control-ui.md); off when absent. */
+  ui: Schema.optional(UiConfig)
 }) {}

@@ -28,6 +28,8 @@ export declare namespace HostStore {
     readonly tableCounts: Effect.Effect<Record<string, number>>
     /** Tokens used per workspace since `since` (epoch millis), from the gateway's call events (`gateway.usage` before the event bus). */
     readonly tokensUsedSince: (since: number) => Effect.Effect<ReadonlyArray<{ readonly workspace: string; readonly tokens: number }>>
+    /** Tokens and calls per UTC day (epoch millis of its midnight) and deployment since `since`, from the gateway's call events. */
+    readonly usagePerDay: (since: number) => Effect.Effect<ReadonlyArray<{ readonly day: number; readonly deployment: string; readonly tokens: number; readonly calls: number }>>
   }
 }
 
@@ -75,6 +77,10 @@ export class HostStore extends Context.Tag("pynchy/HostStore")<HostStore, HostSt
         sql<{ workspace: string; tokens: number }>`SELECT json_extract(payload, '$.workspace') AS workspace,
             SUM(json_extract(payload, '$.totalTokens')) AS tokens
           FROM events WHERE type IN ('gateway.call', 'gateway.usage') AND at >= ${since} GROUP BY 1`.pipe(Effect.orDie),
+      usagePerDay: (since) =>
+        sql<{ day: number; deployment: string; tokens: number; calls: number }>`SELECT (at / 86400000) * 86400000 AS day,
+            json_extract(payload, '$.deployment') AS deployment, SUM(json_extract(payload, '$.totalTokens')) AS tokens, COUNT(*) AS calls
+          FROM events WHERE type IN ('gateway.call', 'gateway.usage') AND at >= ${since} GROUP BY 1, 2 ORDER BY 1, 2`.pipe(Effect.orDie),
       tableCounts: sql<Record<string, number | null>>`SELECT ${sql.literal([
         // Each min and max alone in its query: SQLite seeks only for a lone min() or max().
         ...history.map((t) => `(SELECT max(rowid) FROM ${t}) - (SELECT min(rowid) FROM ${t}) + 1 AS ${t}`),

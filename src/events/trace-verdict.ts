@@ -124,7 +124,7 @@ export const verdictOf = (f: TraceFacts): Verdict => {
 }
 
 /** One event in a line, without `type`, `at` and the ids the story already names. */
-const describe = (e: HostEvent): string => {
+export const describe = (e: HostEvent): string => {
   switch (e.type) {
     case "message.ingested":
       return `received from ${e.connection}/${e.place} (event ${e.providerEventId}), routed to workspace ${e.workspace}`

@@ -6,6 +6,7 @@
  */
 import { Effect, Either, Option } from "effect"
 import { type ConfigInvalid, HostConfig } from "../config/HostConfig.js"
+import { readTokenHashes } from "../config/token-hashes.js"
 import { Problem } from "../domain/errors.js"
 import { type GatewayConfigInvalid, resolveCatalog } from "../gateway/catalog.js"
 import { routeProblems } from "../plugins/connections.js"
@@ -29,6 +30,8 @@ export const startProblems = (error: unknown): ReadonlyArray<Problem> => {
   if (e === null || typeof e !== "object") return []
   if ((e._tag === "ConfigInvalid" || e._tag === "GatewayConfigInvalid") && "problems" in e) return e.problems ?? []
   if (e._tag === "PluginContributionsInvalid" && "faults" in e) return (e.faults ?? []).map(faultProblem)
+  const ui = error as { readonly _tag?: unknown; readonly at?: unknown; readonly reason?: unknown }
+  if (ui._tag === "ControlUiStartFailed" && typeof ui.at === "string" && typeof ui.reason === "string") return [Problem.make({ path: ui.at, reason: ui.reason })]
   return []
 }
 
@@ -61,11 +64,22 @@ const gateway: PreflightCheck = {
   })
 }
 
+/** The Control UI's tokens file is read at start: a missing or malformed one is reported here too. */
+const ui: PreflightCheck = {
+  name: "ui",
+  run: Effect.gen(function* () {
+    const { config, dataDir } = yield* HostConfig
+    if (config.ui === undefined) return []
+    const read = yield* Effect.either(readTokenHashes("ui", config.ui, dataDir))
+    return Either.isLeft(read) ? [Problem.make({ path: read.left.at, reason: read.left.reason })] : []
+  })
+}
+
 /**
  * The checks, in start's order. Schedules (cron expressions of workspaces and tasks) join here
  * as one more check when the scheduler lands.
  */
-export const PREFLIGHT_CHECKS: ReadonlyArray<PreflightCheck> = [plugins, gateway]
+export const PREFLIGHT_CHECKS: ReadonlyArray<PreflightCheck> = [plugins, gateway, ui]
 
 /** Every problem start would refuse beyond the file's own decoding (HostConfig.load does that). */
 export const preflight: Effect.Effect<ReadonlyArray<Problem>, never, HostConfig> = Effect.map(

@@ -20,6 +20,7 @@ interface Draft {
   workspaces: Array<Record<string, unknown>>
   gateway: { modelGroups: Array<Record<string, unknown>> }
   limits: Record<string, unknown>
+  ui?: Record<string, unknown>
 }
 
 /** Each fragment adds one mistake; `expect` is the path the check must name for it. */
@@ -85,6 +86,17 @@ const FRAGMENTS: ReadonlyArray<{ readonly name: string; readonly expect: RegExp;
     expect: /^limits\.maxConcurrentTurns$/,
     stage: 0,
     add: (d) => void (d.limits.maxConcurrentTurns = 0)
+  },
+  {
+    name: "a Control UI tokens file that does not exist",
+    expect: /^ui\.tokensFile$/,
+    add: (d) => void (d.ui = { port: 0, tokensFile: "no-such-tokens-file" })
+  },
+  {
+    name: "a Control UI on a host that is not loopback",
+    expect: /^ui\.host$/,
+    stage: 0,
+    add: (d) => void (d.ui = { ...d.ui, port: 0, host: "0.0.0.0", tokens: ["0".repeat(64)] })
   },
   {
     name: "an OpenAI-compatible provider without a baseUrl",

@@ -19,16 +19,15 @@
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Cause, Data, Deferred, Effect, Option } from "effect"
-import { createHash, timingSafeEqual } from "node:crypto"
-import * as fs from "node:fs/promises"
+import { createHash } from "node:crypto"
 import * as http from "node:http"
-import * as path from "node:path"
+import { readTokenHashes, tokenMatcher } from "../../config/token-hashes.js"
 import { DeliveryStore } from "../../db/DeliveryStore.js"
 import type { Channel } from "../../pipeline/channel-contract.js"
 import { native, type NativeConnectionRuntime } from "../../runtimes/native-runtime.js"
 import { Caller, HttpFailure, json, makeRouter } from "./api.js"
 import { ReplyHub } from "./replies.js"
-import { hashToken, type HttpSettings, parseTokensFile } from "./settings.js"
+import type { HttpSettings } from "./settings.js"
 
 export class HttpRuntimeError extends Data.TaggedError("HttpRuntimeError")<{ readonly message: string }> {}
 
@@ -45,37 +44,25 @@ export interface HttpRuntime extends NativeConnectionRuntime {
 }
 
 /** The id stored with a token's messages (metadata `client`): derived from its hash, never the hash itself. */
-const clientOf = (tokenHash: string) => createHash("sha256").update(`pynchy-http-client\u0000${tokenHash}`).digest("hex").slice(0, 32)
+export const clientOf = (tokenHash: string) => createHash("sha256").update(`pynchy-http-client\u0000${tokenHash}`).digest("hex").slice(0, 32)
 
 export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
   const { name, settings } = options
   let port: number | undefined
   let listening = false
 
-  const readTokens = Effect.gen(function* () {
-    if (settings.tokensFile === undefined) return settings.tokens
-    const file = settings.tokensFile
-    const content = yield* Effect.tryPromise({
-      try: () => fs.readFile(path.resolve(options.dataDir, file), "utf8"),
-      catch: () => new HttpRuntimeError({ message: `connections.${name}.tokensFile: cannot read the file` })
-    })
-    const fromFile = yield* Effect.try({ try: () => parseTokensFile(name, content), catch: (e) => new HttpRuntimeError({ message: (e as Error).message }) })
-    return [...settings.tokens, ...fromFile]
-  })
+  const readTokens = readTokenHashes(`connections.${name}`, settings, options.dataDir).pipe(
+    Effect.mapError((e) => new HttpRuntimeError({ message: e.message }))
+  )
 
   const runtime = native({
     name,
     start: (context) =>
       Effect.gen(function* () {
-        const hashes = (yield* readTokens).map((h) => Buffer.from(h, "hex"))
-        /** The configured hash of the bearer token, or none; every hash is compared, so the time taken does not say which one matched. */
-        const authenticate = (authorization: string | undefined) => {
-          if (authorization === undefined || !authorization.startsWith("Bearer ")) return Option.none<string>()
-          const digest = Buffer.from(hashToken(authorization.slice("Bearer ".length).trim()), "hex")
-          let match: Buffer | undefined
-          for (const h of hashes) if (timingSafeEqual(h, digest)) match = h
-          return Option.map(Option.fromNullable(match), (m) => m.toString("hex"))
-        }
+        const match = tokenMatcher(yield* readTokens)
+        /** The configured hash of the bearer token, or none. */
+        const authenticate = (authorization: string | undefined) =>
+          authorization === undefined || !authorization.startsWith("Bearer ") ? Option.none<string>() : match(authorization.slice("Bearer ".length).trim())
         const deliveries = yield* DeliveryStore
         const hub = new ReplyHub()
         const closing = yield* Deferred.make<void>()

@@ -7,15 +7,16 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import { Chunk, Context, Data, Deferred, Effect, Option, type ParseResult, Queue, Schedule, Schema, Stream } from "effect"
+import { Context, Data, type Deferred, Effect, Option, type ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
-import { ConversationId, TurnId } from "../../domain/ids.js"
+import { ConversationId } from "../../domain/ids.js"
 import { problemsOf } from "../../domain/problems.js"
 import type { NativeRuntimeContext } from "../../runtimes/native-runtime.js"
 import { BodyTooLarge, readBody } from "./body.js"
 import { bodyDigest, keyedEventId } from "./idempotency.js"
-import { DELTA_BACKLOG, type Delta, type Reply, type ReplyHub, replyOf } from "./replies.js"
+import type { ReplyHub } from "./replies.js"
+import { repliesAfter as repliesAfterOf, replyStream } from "./reply-stream.js"
 import type { HttpSettings } from "./settings.js"
 
 /** The longest `text` a message may have, in characters (docs/channels.md). */
@@ -34,8 +35,6 @@ const ReplyId = Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative(),
 const AfterId = Schema.String.pipe(Schema.pattern(/^\d{1,16}$/, { message: () => "must be a reply id (a non-negative integer)" }), Schema.compose(ReplyId))
 const AfterQuery = Schema.Struct({ after: Schema.optionalWith(AfterId, { exact: true }) })
 const ResumeHeaders = Schema.Struct({ "last-event-id": Schema.optionalWith(AfterId, { exact: true }) })
-
-const HEARTBEAT = "15 seconds"
 
 /** What an API call answers when it does not succeed: a status and a JSON body. */
 export class HttpFailure extends Data.TaggedError("HttpFailure")<{
@@ -93,7 +92,7 @@ export const makeRouter = (options: ApiOptions) => {
       req.method === allowed ? Effect.void : new HttpFailure({ status: 405, body: { error: "method_not_allowed" }, headers: { allow: allowed } }))
 
   const repliesAfter = (conversationId: ConversationId, client: string, after: number) =>
-    deliveries.ofClient({ conversationId, client, after, limit: settings.keepReplies }).pipe(Effect.map((ds) => ds.map(replyOf)))
+    repliesAfterOf(deliveries, conversationId, client, after, settings.keepReplies)
 
   const messages = Effect.gen(function* () {
     const { place } = yield* routedPlace
@@ -148,53 +147,7 @@ export const makeRouter = (options: ApiOptions) => {
     const resume = yield* HttpServerRequest.schemaHeaders(ResumeHeaders).pipe(Effect.mapError(invalid("header", { "last-event-id": "Last-Event-ID" })))
     const after = query.after ?? resume["last-event-id"] ?? 0
 
-    const events = Stream.unwrapScoped(Effect.gen(function* () {
-      const listener = { wake: yield* Queue.sliding<void>(1), deltas: yield* Queue.dropping<Delta>(DELTA_BACKLOG) }
-      // Listening starts before the first read, so a reply recorded in between is not missed.
-      yield* Effect.acquireRelease(Effect.sync(() => hub.listen(place, listener)), (unlisten) => Effect.sync(unlisten))
-      let last = after
-      const seen = new Set<string>()
-      const ofClient = new Map<number, boolean>()
-      const reply = (r: Reply) => `id: ${r.id}\nevent: reply\ndata: ${JSON.stringify(r)}\n\n`
-      const newReplies: Effect.Effect<Array<string>> = Effect.gen(function* () {
-        const out: Array<string> = []
-        while (true) {
-          const page = yield* repliesAfter(conversationId, client, last)
-          for (const r of page) {
-            last = r.id
-            seen.add(r.key)
-            out.push(reply(r))
-          }
-          if (page.length < settings.keepReplies) return out
-        }
-      })
-      const delta = (d: Delta) =>
-        Effect.gen(function* () {
-          // A delta that lost the race with its own reply is stale: the reply said it all.
-          if (seen.has(d.key)) return []
-          let mine = ofClient.get(d.turnId)
-          if (mine === undefined) {
-            mine = yield* deliveries.turnOfClient(TurnId.make(d.turnId), client)
-            ofClient.set(d.turnId, mine)
-          }
-          return mine ? [`event: delta\ndata: ${JSON.stringify(d)}\n\n`] : []
-        })
-      const backlog = yield* newReplies
-      const live = Stream.merge(
-        Stream.fromQueue(listener.wake).pipe(Stream.mapEffect(() => newReplies)),
-        Stream.fromQueue(listener.deltas).pipe(Stream.mapEffect(delta))
-      ).pipe(Stream.flattenIterables)
-      const pings = Stream.fromSchedule(Schedule.spaced(HEARTBEAT)).pipe(Stream.as(": ping\n\n"))
-      return Stream.fromIterable(["retry: 1000\n\n", ...backlog]).pipe(
-        Stream.concat(Stream.merge(live, pings)),
-        Stream.interruptWhen(Deferred.await(options.closing))
-      )
-    }))
-    const encoder = new TextEncoder()
-    return HttpServerResponse.stream(Stream.mapChunks(events, Chunk.map((s) => encoder.encode(s))), {
-      contentType: "text/event-stream",
-      headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
-    })
+    return replyStream({ deliveries, hub, conversationId, place, client, after, pageSize: settings.keepReplies, closing: options.closing })
   })
 
   return HttpRouter.empty.pipe(

@@ -3,10 +3,10 @@
  * bearer tokens it accepts, stored as SHA-256 hex digests (inline or one per line in a file).
  */
 import { Either, Schema } from "effect"
-import { createHash } from "node:crypto"
+import { TokenHash } from "../../config/token-hashes.js"
 import { problemLine, problemsOf } from "../../domain/problems.js"
 
-const TokenHash = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "must be the SHA-256 hex digest of a token (64 lowercase hex digits)" }))
+export { hashToken } from "../../config/token-hashes.js"
 
 export const HttpSettings = Schema.Struct({
   kind: Schema.Literal("http"),
@@ -35,13 +35,3 @@ export const decodeHttpSettings = (name: string, input: unknown): HttpSettings =
   }
   return decoded.right
 }
-
-/** What goes into `tokens:` for a token: `node -e 'console.log(require("crypto").createHash("sha256").update(TOKEN).digest("hex"))'`. */
-export const hashToken = (token: string): string => createHash("sha256").update(token, "utf8").digest("hex")
-
-/** Parses a tokens file: one digest per line; blank lines and `#` comments are ignored. */
-export const parseTokensFile = (name: string, content: string): Array<string> =>
-  content.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l, i) => {
-    if (!/^[0-9a-f]{64}$/.test(l)) throw new Error(`connections.${name}.tokensFile: entry ${i + 1} is not a SHA-256 hex digest`)
-    return l
-  })
