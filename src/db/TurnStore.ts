@@ -267,16 +267,30 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
           Result: TurnRow,
           execute: () => sql`SELECT ${sql.literal(turnColumns)} FROM turns WHERE conversation_id = ${conversationId} ORDER BY id DESC LIMIT ${limit}`
         })(undefined).pipe(Effect.map((rows) => rows.map(toTurn)), Effect.orDie),
-      countByStatus: sql<{ status: string; n: number }>`SELECT status, COUNT(*) AS n FROM turns GROUP BY status`.pipe(
-        Effect.map((rows) => Object.fromEntries(rows.map((r) => [r.status, r.n]))),
+      // Every count from an index, in time that does not grow with history: the active statuses
+      // (turns_status), blocked and failed (their partial indexes); completed is the rest of the
+      // turns, a table rows are only appended to (max - min rowid, one seek each).
+      countByStatus: sql<{ status: string; n: number }>`
+          SELECT status, COUNT(*) AS n FROM turns WHERE status IN ('queued', 'running', 'interrupted') GROUP BY status
+          UNION ALL SELECT 'blocked', COUNT(*) FROM turns WHERE status = 'blocked'
+          UNION ALL SELECT 'failed', COUNT(*) FROM turns WHERE status = 'failed'
+          UNION ALL SELECT 'all', COALESCE((SELECT max(rowid) FROM turns) - (SELECT min(rowid) FROM turns) + 1, 0)`.pipe(
+        Effect.map((rows) => {
+          const counts: Record<string, number> = Object.fromEntries(rows.filter((r) => r.n > 0).map((r) => [r.status, r.n]))
+          const { all = 0, ...rest } = counts
+          const completed = all - Object.values(rest).reduce((a, b) => a + b, 0)
+          return completed > 0 ? { ...rest, completed } : rest
+        }),
         Effect.orDie
       ),
       latestBlocked: (limit) =>
         SqlSchema.findAll({
           Request: Schema.Void,
           Result: TurnRow,
+          // From the blocked turns' partial index (0013), each checked against its conversation's
+          // latest; `+id` keeps the planner from walking every turn newest first to find them.
           execute: () => sql`SELECT ${sql.literal(turnColumns)} FROM turns t WHERE status = 'blocked'
-            AND id = (SELECT MAX(id) FROM turns WHERE conversation_id = t.conversation_id) ORDER BY id DESC LIMIT ${limit}`
+            AND id = (SELECT MAX(id) FROM turns WHERE conversation_id = t.conversation_id) ORDER BY +id DESC LIMIT ${limit}`
         })(undefined).pipe(Effect.map((rows) => rows.map(toTurn)), Effect.orDie)
     })
   })

@@ -11,6 +11,7 @@ import { m0009_trace_parent } from "./migrations/0009_trace_parent.js"
 import { m0010_turn_blocked } from "./migrations/0010_turn_blocked.js"
 import { m0011_schedule_spend } from "./migrations/0011_schedule_spend.js"
 import { m0012_event_lookups } from "./migrations/0012_event_lookups.js"
+import { m0013_turn_lookups } from "./migrations/0013_turn_lookups.js"
 
 /**
  * Numbered migrations, applied in order and recorded in `pynchy_migrations`.
@@ -141,5 +142,6 @@ export const migrations = {
   "0009_trace_parent": m0009_trace_parent,
   "0010_turn_blocked": m0010_turn_blocked,
   "0011_schedule_spend": m0011_schedule_spend,
-  "0012_event_lookups": m0012_event_lookups
+  "0012_event_lookups": m0012_event_lookups,
+  "0013_turn_lookups": m0013_turn_lookups
 } as const

@@ -90,7 +90,7 @@ const FRAGMENTS: ReadonlyArray<{ readonly name: string; readonly expect: RegExp;
   {
     name: "a Control UI tokens file that does not exist",
     expect: /^ui\.tokensFile$/,
-    add: (d) => void (d.ui = { port: 0, tokensFile: "no-such-tokens-file" })
+    add: (d) => void (d.ui = { ...d.ui, port: 0, tokensFile: "no-such-tokens-file" })
   },
   {
     name: "a Control UI on a host that is not loopback",

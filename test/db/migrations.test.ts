@@ -74,7 +74,8 @@ describe("migration 0010_turn_blocked", () => {
       assert.isTrue(yield* refused(sql`INSERT INTO turns (conversation_id, status, created_at, updated_at) VALUES ('test:a', 'paused', 0, 0)`))
       assert.isTrue(yield* refused(sql`INSERT INTO turns (conversation_id, status, created_at, updated_at) VALUES ('test:a', 'queued', 0, 0)`), "one active turn per conversation")
       const indexes = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'turns' ORDER BY name`
-      assert.deepStrictEqual(indexes.map((i) => i.name), ["turns_one_active", "turns_status"])
+      // 0001's two, rebuilt by 0010, and 0013's lookups.
+      assert.deepStrictEqual(indexes.map((i) => i.name), ["turns_blocked", "turns_conversation", "turns_failed", "turns_one_active", "turns_status"])
       const next = yield* sql<{ id: number }>`INSERT INTO turns (conversation_id, status, created_at, updated_at) VALUES ('test:a', 'blocked', 0, 0) RETURNING id`
       assert.strictEqual(next[0]!.id, 5)
     }).pipe(Effect.provide(SqliteClient.layer({ filename: ":memory:" })), Effect.orDie))

@@ -140,7 +140,7 @@ describe.skipIf(skip)("gateway keys (pynchy keys) with the official SDKs against
     assert.notInclude(list.stdout, small)
 
     // Usage events are batched into the events table: wait for the laptop key's (first test).
-    const usage = () => query(path.join(dir, "data", "pynchy.db"), "SELECT json_extract(payload, '$.workspace') AS account FROM events WHERE type = 'gateway.usage'").map((r) => r.account)
+    const usage = () => query(path.join(dir, "data", "pynchy.db"), "SELECT json_extract(payload, '$.workspace') AS account FROM events WHERE type = 'gateway.call'").map((r) => r.account)
     await Effect.runPromise(eventually(() => (usage().includes("key:laptop") ? true : undefined), { label: "usage under key:laptop" }))
   }, 120_000)
 })
