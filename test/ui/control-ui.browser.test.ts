@@ -112,11 +112,14 @@ describe.skipIf(missing)("Control UI in headless Chromium (real host, real SQLit
       await page.evaluate(`window.sawStreaming = false;
         new MutationObserver(() => { if (document.querySelector("#chat li.streaming")) window.sawStreaming = true })
           .observe(document.getElementById("chat"), { subtree: true, childList: true, attributes: true, characterData: true })`)
-      await page.fill("#send textarea", "hello from the browser")
+      // The core streams its text, then holds the reply until the test has seen it (`!hold`).
+      await page.fill("#send textarea", "!hold streamed hello from the browser")
       await page.click("#send button[type=submit]")
+      await page.waitForSelector("#chat li.streaming >> text=echo: hello from the browser", { timeout: WAIT })
+      fs.writeFileSync(path.join(dir, "data", "workspaces", "main", "streamed"), "")
       await page.waitForSelector("#chat li.assistant.done >> text=echo: hello from the browser", { timeout: WAIT })
       assert.isTrue(await page.evaluate("window.sawStreaming"), "the streamed text was shown before the reply")
-      assert.strictEqual(await page.locator("#chat li.you .text").first().textContent(), "hello from the browser")
+      assert.strictEqual(await page.locator("#chat li.you .text").first().textContent(), "!hold streamed hello from the browser")
       await shot(page, "chat")
 
       // Live updates: a second tab on the approvals page, re-rendered from the event bus (no reload).
@@ -162,7 +165,7 @@ describe.skipIf(missing)("Control UI in headless Chromium (real host, real SQLit
       await page.click("a >> text=ui:main")
       await page.waitForSelector("h2 >> text=Turns")
       await shot(page, "conversation")
-      const [first] = query(db, "SELECT id FROM messages WHERE conversation_id = 'ui:main' AND text = 'hello from the browser'")
+      const [first] = query(db, "SELECT id FROM messages WHERE conversation_id = 'ui:main' AND text = '!hold streamed hello from the browser'")
       await page.click(`a[href="/messages/${first!.id}"]`)
       await page.waitForSelector(".verdict")
       assert.strictEqual(await page.textContent(".verdict code"), "answered")
