@@ -23,6 +23,8 @@ export const EventLog = {
       yield* observers.attach({
         name: "event-log",
         maxBatch: 512,
+        // One transaction per burst, written after the steps of the turn it records.
+        deferred: true,
         // Bursts (a backlog caught up after an outage) must not cost the record: it writes 512
         // events per transaction, far faster than they are published, so this is memory, not delay.
         capacity: 65_536,

@@ -12,6 +12,11 @@ import type { HostEvent } from "./HostEvent.js"
 
 /** Most events one pump step moves. */
 const BATCH = 512
+/** Resumes after the event loop's current turn: whatever is ready to run (microtasks, fibers, I/O callbacks) runs first. */
+const nextLoopTurn = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
 /** How long an observer may take at shutdown to handle what is still queued. */
 const FLUSH_TIMEOUT = Duration.seconds(5)
 
@@ -19,6 +24,12 @@ export interface EventObserver {
   readonly name: string
   /** Most events one call of `handle` gets: the event log writes up to 512 in one transaction; a plugin's observer gets 1. */
   readonly maxBatch: number
+  /**
+   * Handles events only once the work that is ready to run has run (one event-loop turn later):
+   * a writer of batches (the event log) then costs one transaction per burst and does not run
+   * between the steps of the turn it records. Not a time window, so a TestClock cannot stall it.
+   */
+  readonly deferred?: boolean
   /** Events it may have waiting before new ones are dropped; default `observers.queueSize`. */
   readonly capacity?: number
   /**
@@ -88,8 +99,12 @@ export class Observers extends Context.Tag("pynchy/Observers")<Observers, Observ
         }
         const pump = yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.takeBetween(subscription, 1, BATCH), offer)))
         // Taking is interruptible; a batch once taken is handled to the end (an observer that may
-        // hang makes its own `handle` interruptible).
-        const consumer = yield* Effect.forkScoped(Effect.forever(Effect.uninterruptibleMask((restore) => Effect.flatMap(restore(Queue.takeBetween(queue, 1, observer.maxBatch)), handle))))
+        // hang makes its own `handle` interruptible), a deferred one's wait for the next loop turn included.
+        const next = (restore: <A>(e: Effect.Effect<A>) => Effect.Effect<A>) => observer.deferred !== true
+          ? restore(Queue.takeBetween(queue, 1, observer.maxBatch))
+          : Effect.flatMap(restore(Queue.take(queue)), (first) =>
+            Effect.zipRight(nextLoopTurn, Effect.map(Queue.takeUpTo(queue, observer.maxBatch - 1), (rest) => Chunk.prepend(rest, first))))
+        const consumer = yield* Effect.forkScoped(Effect.forever(Effect.uninterruptibleMask((restore) => Effect.flatMap(next(restore), handle))))
         yield* Effect.addFinalizer(() =>
           Effect.gen(function* () {
             yield* Fiber.interrupt(pump)

@@ -33,8 +33,11 @@ const msg = (place: string, id: string, text: string, connection = "test") => ({
 const traced = (dir: string, query: string | undefined) =>
   trace(query, true).pipe(Effect.provide(Layer.provideMerge(Database.layerFile(path.join(dir, "pynchy.db")), HostConfig.layerFrom(configIn(dir)))))
 
-const verdictOnceLogged = (dir: string, query: string, code: string) =>
-  eventually(Effect.map(Effect.either(traced(dir, query)), (t) => (Either.isRight(t) && t.right.verdict.code === code ? t.right : undefined)), { label: `verdict ${code} for ${query}` })
+/** Waits for the verdict, and for `event` in the trace too (the event log writes a few milliseconds late). */
+const verdictOnceLogged = (dir: string, query: string, code: string, event?: string) =>
+  eventually(Effect.map(Effect.either(traced(dir, query)), (t) =>
+    Either.isRight(t) && t.right.verdict.code === code && (event === undefined || t.right.events.some((e) => e.type === event)) ? t.right : undefined
+  ), { label: `verdict ${code}${event === undefined ? "" : ` with ${event}`} for ${query}` })
 
 describe("pynchy trace", () => {
   it.scopedLive("no route, route disabled, turn failed (code and what to do), answered, queued behind a running turn", () =>
@@ -55,7 +58,7 @@ describe("pynchy trace", () => {
       assert.include(disabled.verdict.text, "enabled: false")
 
       const failed = yield* ingest(msg("f", "p-3", "!fatal now"))
-      const fail = yield* verdictOnceLogged(dir, String(failed.messageId), "turn_failed")
+      const fail = yield* verdictOnceLogged(dir, String(failed.messageId), "turn_failed", "turn.failed")
       assert.include(fail.verdict.text, "scripted_fatal")
       assert.include(fail.verdict.text, "send the message again")
       assert.deepStrictEqual(fail.events.map((e) => e.type).filter((t) => t.startsWith("turn.") && t !== "turn.queued"), ["turn.started", "turn.failed"])
@@ -66,7 +69,7 @@ describe("pynchy trace", () => {
       const queued = yield* traced(dir, String(second.messageId))
       assert.strictEqual(queued.verdict.code, "queued_behind_turn")
       assert.include(queued.verdict.text, `behind turn ${queued.ahead!.id}`)
-      const answered = yield* verdictOnceLogged(dir, "p-4", "answered")
+      const answered = yield* verdictOnceLogged(dir, "p-4", "answered", "delivery.sent")
       assert.isTrue(answered.events.some((e) => e.type === "delivery.sent"))
       assert.isTrue(answered.events.some((e) => e.type === "message.ingested"))
       yield* verdictOnceLogged(dir, "test:busy", "answered")
