@@ -4,7 +4,7 @@ import * as path from "node:path"
 import { parseDocument } from "yaml"
 import { Problem } from "../domain/errors.js"
 import { problemLine, problemsOf } from "../domain/problems.js"
-import { scheduleProblems } from "../schedules/config.js"
+import { scheduleProblems } from "./schedules.js"
 import { providersFromEnv } from "./env-providers.js"
 import { Limits, PynchyConfig } from "./schema.js"
 

@@ -7,7 +7,7 @@ import { ConversationId } from "../domain/ids.js"
 import type { Workspace } from "../domain/workspace.js"
 import type { ServiceHandler } from "../plugins/contract.js"
 import { whenOf } from "./summary.js"
-import { hostTimeZone, isKnownZone, nextDue, parseCron, type Recurrence, shortestGapMs } from "./due.js"
+import { hostTimeZone, isKnownZone, nextDue, parseCron, type Recurrence, shortestGapMs } from "../domain/due.js"
 
 const CATCH_UP_MS = 3_600_000
 

@@ -11,7 +11,7 @@ import { Outbox } from "../pipeline/Outbox.js"
 import { TurnSignal } from "../pipeline/TurnSignal.js"
 import { AgentTasks } from "./AgentTasks.js"
 import { recurrenceOf, scheduleRowOf } from "./definitions.js"
-import { latestDue, nextDue } from "./due.js"
+import { latestDue, nextDue } from "../domain/due.js"
 import { enqueueRun, SCHEDULE_SENDER } from "./runs.js"
 
 /** What firing a due task did. */

@@ -3,8 +3,8 @@ import { conversationIdOf, type WorkspaceId } from "../domain/ids.js"
 import type { ScheduledTask } from "../domain/task.js"
 import type { Workspace } from "../domain/workspace.js"
 import type { NewTask } from "../db/TaskStore.js"
-import { parseDeliverTo } from "./config.js"
-import { hostTimeZone, nextDue, parseCron, parseWindow, type Recurrence } from "./due.js"
+import { parseDeliverTo } from "../config/schedules.js"
+import { hostTimeZone, nextDue, parseCron, parseWindow, type Recurrence } from "../domain/due.js"
 
 /** The row id of a workspace's schedule. */
 export const scheduleIdOf = (workspace: string) => `ws:${workspace}`

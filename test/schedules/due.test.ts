@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Either } from "effect"
 import { decodeConfig } from "../../src/config/HostConfig.js"
-import { latestDue, nextDue, parseCron, parseWindow, type Recurrence, shortestGapMs } from "../../src/schedules/due.js"
+import { latestDue, nextDue, parseCron, parseWindow, type Recurrence, shortestGapMs } from "../../src/domain/due.js"
 
 const cron = (expr: string, zone = "UTC"): Recurrence => ({ _tag: "Cron", cron: Either.getOrThrow(parseCron(expr, zone)) })
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())

@@ -1,7 +1,7 @@
 import { Either } from "effect"
 import { Problem } from "../domain/errors.js"
-import type { PynchyConfig } from "../config/schema.js"
-import { hostTimeZone, isKnownZone, parseCron } from "./due.js"
+import type { PynchyConfig } from "./schema.js"
+import { hostTimeZone, isKnownZone, parseCron } from "../domain/due.js"
 
 /** Connections every host has without declaring them: `cli` (stdout) and `terminal`. */
 export const BUILTIN_CONNECTIONS: ReadonlyArray<string> = ["cli", "terminal"]
