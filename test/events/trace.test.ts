@@ -1,10 +1,11 @@
 /**
  * `pynchy trace` verdicts, each silent case made to happen for real through the test host on a
  * SQLite file (scripted executor), then read back the way the command reads it; and once through
- * the built CLI on the stopped host's database.
+ * the built CLI on the stopped host's database. The delivery verdicts use channels bound by the
+ * test: one that refuses, one that hangs when the host stops mid-send, and one whose runtime is down.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Either, Layer } from "effect"
+import { Duration, Effect, Either, Exit, Layer, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { makeTestHost } from "../../layers/test.js"
@@ -13,6 +14,9 @@ import type { PynchyConfig } from "../../src/config/schema.js"
 import * as Database from "../../src/db/Database.js"
 import { trace } from "../../src/events/trace.js"
 import { HostConfig } from "../../src/config/HostConfig.js"
+import { HostStore } from "../../src/db/HostStore.js"
+import { Channels } from "../../src/pipeline/Channels.js"
+import type { Channel } from "../../src/pipeline/channel-contract.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
 import { BIN, runCli } from "../support/cli.js"
 import { tempDir } from "../support/db.js"
@@ -22,9 +26,13 @@ const configIn = (dir: string): PynchyConfig =>
   Either.getOrThrow(decodeConfig({
     dataDir: dir,
     workspaces: [{ id: "main", instructions: "test" }],
-    routes: [{ connection: "test", place: "*", workspace: "main" }, { connection: "two", place: "off", workspace: "main", enabled: false }],
+    routes: [
+      { connection: "test", place: "*", workspace: "main" }, { connection: "two", place: "off", workspace: "main", enabled: false },
+      // Channels the delivery test binds itself (no `connections:` entry).
+      { connection: "nope", place: "*", workspace: "main" }, { connection: "hang", place: "*", workspace: "main" }, { connection: "down", place: "*", workspace: "main" }
+    ],
     connections: { test: { kind: "recording", file: "sent.jsonl", idempotent: true }, two: { kind: "recording", file: "two.jsonl", idempotent: true } },
-    limits: { maxTurnAttempts: 1 }
+    limits: { maxTurnAttempts: 1, readinessCheckMs: 50 }
   }, "test config"))
 
 const msg = (place: string, id: string, text: string, connection = "test") => ({ connection, place, providerEventId: id, sender: "u", text })
@@ -94,5 +102,50 @@ describe("pynchy trace", () => {
       const unknown = runCli(["trace", "no-such-thing"], { cwd: dir })
       assert.notStrictEqual(unknown.code, 0)
       assert.include(unknown.stdout + unknown.stderr, "nothing known as 'no-such-thing'")
+    }), { timeout: 120_000 })
+
+  it.scopedLive("delivery failed (the channel refuses), delivery unknown (the host stopped mid-send on a channel that cannot resend), channel not ready", () =>
+    Effect.gen(function* () {
+      const dir = tempDir()
+      const file = path.join(dir, "pynchy.db")
+      // Ready at each start (startup waits for it), then down.
+      let downReady = true
+      const down = { name: "down", start: async () => {}, close: async () => {}, isReady: () => downReady }
+      const build = (scope: Scope.Scope) =>
+        Layer.buildWithScope(makeTestHost(configIn(dir), { databaseFile: file, runtimes: [{ plugin: "down-runtime", value: down }] }), scope)
+      const first = yield* Scope.make()
+      const ctx = yield* build(first)
+      const { ingest } = yield* Effect.provide(Ingest, ctx)
+      const channels = yield* Effect.provide(Channels, ctx)
+      const refusing: Channel = { name: "nope", idempotentResends: false, send: async () => { throw new Error("platform says no") } }
+      let sending = false
+      const hanging: Channel = { name: "hang", idempotentResends: false, send: () => { sending = true; return new Promise<void>(() => {}) } }
+      yield* channels.bind(refusing)
+      yield* channels.bind(hanging)
+
+      const refused = yield* ingest(msg("room", "d-1", "hello", "nope"))
+      const failed = yield* verdictOnceLogged(dir, String(refused.messageId), "delivery_failed", "delivery.failed")
+      assert.include(failed.verdict.text, "platform says no")
+
+      // No channel serves `down` and its runtime says it is not ready: the reply waits.
+      downReady = false
+      const waiting = yield* ingest(msg("room", "d-2", "hello", "down"))
+      const notReady = yield* verdictOnceLogged(dir, String(waiting.messageId), "channel_not_ready")
+      assert.include(notReady.verdict.text, "the 'down' runtime reported not ready")
+
+      // The host stops while a send that cannot be repeated safely is in flight; the next host
+      // cannot know whether it arrived: unknown, and the conversation is told.
+      const inFlight = yield* ingest(msg("room", "d-3", "hello", "hang"))
+      yield* eventually(Effect.sync(() => (sending ? true : undefined)), { label: "the send in flight" })
+      yield* Scope.close(first, Exit.void)
+      const notices: Array<string> = []
+      downReady = true
+      const second = yield* build(yield* Effect.scope)
+      yield* Effect.flatMap(Channels, (c) => c.bind({ name: "hang", idempotentResends: false, send: async (d) => void notices.push(d.text) })).pipe(Effect.provide(second))
+      const unknown = yield* verdictOnceLogged(dir, String(inFlight.messageId), "delivery_unknown", "delivery.unknown")
+      assert.include(unknown.verdict.text, "may or may not have arrived")
+      yield* eventually(Effect.sync(() => (notices.length > 0 ? true : undefined)), { label: "the notice of the unknown delivery" })
+      const types = yield* Effect.flatMap(HostStore, (s) => s.recentEvents(1_000)).pipe(Effect.provide(second), Effect.map((rows) => rows.map((r) => r.type)))
+      assert.includeMembers(types, ["delivery.failed", "delivery.unknown", "runtime.unready"])
     }), { timeout: 120_000 })
 })
