@@ -1,0 +1,125 @@
+/**
+ * The host's events through whole turns of the real host: the built bin (`pynchy start`) on its
+ * SQLite file, the agent in a process sandbox with the openai core, the gateway in front of a
+ * scripted upstream, a high-risk host action, a workspace without budget and a schedule firing
+ * every second. What the event log holds afterwards is what real paths published, and
+ * `pynchy trace` names the two silent cases met on the way: an approval waiting and a budget
+ * used up.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { killAllHosts, query, startHost, stopHost } from "../channels/host-process.js"
+import { chatAnswer, json, scriptedUpstream } from "../gateway/support.js"
+import { runCli } from "../support/cli.js"
+import { tempDir } from "../support/db.js"
+import { eventually } from "../support/eventually.js"
+
+const KEY_ENV = "PYNCHY_EVENTS_TEST_KEY"
+const BUILT = fs.existsSync(path.resolve(import.meta.dirname, "../../dist"))
+
+/** A plugin whose one action is high risk; running it leaves a marker file. */
+const probePlugin = (marker: string) => `
+import * as fs from "node:fs"
+export default {
+  name: "approval-probe",
+  serviceHandler: () => ({
+    name: "test.drop",
+    description: "Drops a table.",
+    inputSchema: { type: "object" },
+    risk: "high",
+    handler: () => { fs.writeFileSync(${JSON.stringify(marker)}, "ran"); return "dropped" }
+  })
+}
+`
+
+const toolCall = JSON.stringify({
+  id: "c1", object: "chat.completion", model: "tiny",
+  choices: [{ index: 0, finish_reason: "tool_calls", message: { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "test__drop", arguments: "{}" } }] } }],
+  usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 }
+})
+
+describe.skipIf(!BUILT)("host events through whole turns of the built host", () => {
+  it.scopedLive("sandbox, gateway, approval, budget and schedule events reach the event log; trace names the waiting approval and the used-up budget", () =>
+    Effect.gen(function* () {
+      yield* Effect.addFinalizer(() => Effect.sync(killAllHosts))
+      // A message asking to drop gets the tool call; everything else (the tool's result too) gets "hello".
+      const upstream = yield* scriptedUpstream((hit, res) => {
+        const last = hit.body.messages.at(-1)
+        json(res, 200, last.role === "user" && String(last.content).includes("drop it") ? toolCall : chatAnswer("tiny"))
+      })
+      const dir = tempDir()
+      const marker = path.join(dir, "dropped")
+      const db = path.join(dir, "data", "pynchy.db")
+      fs.writeFileSync(path.join(dir, "probe.mjs"), probePlugin(marker))
+      fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
+        `dataDir: ${JSON.stringify(path.join(dir, "data"))}`,
+        "containerRuntime: process",
+        `providers: [{ name: up, kind: openai-compatible, baseUrl: ${JSON.stringify(upstream.url)}, apiKeyEnv: ${KEY_ENV}, models: [tiny] }]`,
+        "gateway: { budgets: { workspaces: { broke: 1 } } }",
+        `connections: { rec: { kind: recording, file: ${JSON.stringify(path.join(dir, "sent.jsonl"))}, idempotent: true } }`,
+        "routes: [{ connection: rec, place: room, workspace: main }, { connection: rec, place: broke, workspace: broke }]",
+        "workspaces:",
+        "  - { id: main, agentCore: openai, actions: [test.drop] }",
+        "  - { id: broke, agentCore: openai }",
+        "  - { id: tick, agentCore: scripted, schedule: '* * * * * *', scheduledPrompt: tick, deliverTo: 'rec:ticks' }",
+        `plugins: { modules: [${JSON.stringify(path.join(dir, "probe.mjs"))}] }`
+      ].join("\n") + "\n")
+      const host = yield* Effect.promise(() => startHost(dir, { [KEY_ENV]: "sk-events-test" }))
+      const send = (place: string, text: string) => {
+        const r = runCli(["send", "-c", `rec:${place}`, text], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
+        assert.strictEqual(r.code, 0, r.stderr)
+        return Number(/message (\d+) stored/.exec(r.stdout)![1])
+      }
+      const traced = (id: number) => {
+        const r = runCli(["trace", String(id), "--json"], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
+        return r.code === 0 ? (JSON.parse(r.stdout) as { verdict: { code: string; text: string } }).verdict : undefined
+      }
+      const sent = () =>
+        fs.existsSync(path.join(dir, "sent.jsonl"))
+          ? fs.readFileSync(path.join(dir, "sent.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { conversation: string; kind: string; text: string })
+          : []
+      const replies = (conversation: string) => sent().filter((l) => l.conversation === conversation && l.kind === "reply")
+
+      // An answered turn: the sandbox starts and exits, the gateway calls the upstream.
+      send("room", "hello there")
+      yield* eventually(Effect.sync(() => (replies("rec:room").length === 1 ? true : undefined)), { label: "the first reply" })
+
+      // A high-risk action: the turn waits for a human, and trace says how to answer.
+      const asking = send("room", "please drop it")
+      const notice = yield* eventually(Effect.sync(() => sent().find((l) => l.conversation === "rec:room" && /approve [a-z0-9]{6}/.test(l.text))), { label: "the approval notice" })
+      const waiting = yield* eventually(Effect.sync(() => {
+        const v = traced(asking)
+        return v?.code === "approval_waiting" ? v : undefined
+      }), { label: "the approval_waiting verdict" })
+      const code = /approve ([a-z0-9]{6})/.exec(notice.text)![1]!
+      assert.include(waiting.text, `approve ${code}`)
+      send("room", `approve ${code}`)
+      yield* eventually(Effect.sync(() => (fs.existsSync(marker) && replies("rec:room").length === 2 ? true : undefined)), { label: "the approved action and its reply" })
+
+      // A workspace with a budget of one token: the gateway refuses, and trace says why.
+      const broke = send("broke", "hi")
+      const budget = yield* eventually(Effect.sync(() => {
+        const v = traced(broke)
+        return v?.code === "budget_exceeded" ? v : undefined
+      }), { label: "the budget_exceeded verdict" })
+      assert.include(budget.text, "budget used up")
+
+      const expected = [
+        "message.ingested", "turn.started", "turn.completed", "sandbox.started", "sandbox.exited", "gateway.call",
+        "gateway.budget_exceeded", "approval.asked", "approval.decided", "schedule.run", "delivery.recorded", "delivery.sent"
+      ]
+      const types = yield* eventually(Effect.sync(() => {
+        const have = new Set(query(db, "SELECT DISTINCT type FROM events").map((r) => String(r.type)))
+        return expected.every((t) => have.has(t)) ? have : undefined
+      }), { label: `the event log holding ${expected.join(", ")}` })
+      assert.includeMembers([...types], expected)
+      const [call] = query(db, "SELECT payload FROM events WHERE type = 'gateway.call' LIMIT 1")
+      assert.deepInclude(JSON.parse(String(call!.payload)), { workspace: "main", status: 200 })
+      const [decided] = query(db, "SELECT payload FROM events WHERE type = 'approval.decided'")
+      assert.deepInclude(JSON.parse(String(decided!.payload)), { code, status: "approved", action: "test.drop" })
+      assert.notInclude(JSON.stringify(query(db, "SELECT payload FROM events")), "please drop it", "no message content in an event")
+      yield* Effect.promise(() => stopHost(host))
+    }), { timeout: 240_000 })
+})
