@@ -1,9 +1,9 @@
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Clock, Effect, Either } from "effect"
 import { MessageStore } from "../db/MessageStore.js"
 import { TaskStore } from "../db/TaskStore.js"
 import { type ConnectionName, conversationIdOf } from "../domain/ids.js"
-import type { ScheduledTask } from "../domain/task.js"
+import { type ScheduledTask, utcMidnight } from "../domain/task.js"
 
 /** The sender of every message a schedule or task queues. */
 export const SCHEDULE_SENDER = "schedule"
@@ -35,4 +35,23 @@ export const enqueueRun = (task: ScheduledTask, dueAt: number, now: number) =>
         return true
       })
     ).pipe(Effect.orDie)
+  })
+
+/**
+ * `pynchy tasks run <id>`: one extra run now, queued like a due one. It spends from the same
+ * daily cap as the scheduled runs, so a task at its cap is refused with the reason.
+ */
+export const runNow = (id: string) =>
+  Effect.gen(function* () {
+    const store = yield* TaskStore
+    const found = yield* store.get(id)
+    if (found._tag === "None") return Either.left(`no task ${id}`)
+    const task = found.value
+    const now = yield* Clock.currentTimeMillis
+    if (task.dailyTokens !== null) {
+      const used = (yield* store.tokensSince(utcMidnight(now), id)).get(id) ?? 0
+      if (used >= task.dailyTokens) return Either.left(`${id} has used its daily token cap (${used} of ${task.dailyTokens} tokens today, UTC); it can run again after midnight UTC`)
+    }
+    yield* enqueueRun(task, now, now)
+    return Either.right(task)
   })

@@ -20,6 +20,7 @@ import { utcMidnight } from "../../src/domain/task.js"
 import { Gateway } from "../../src/gateway/Gateway.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
 import { Scheduler } from "../../src/schedules/Scheduler.js"
+import { runNow } from "../../src/schedules/runs.js"
 import { taskSummaries } from "../../src/schedules/summary.js"
 import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
@@ -149,6 +150,10 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("scheduled w
       assert.deepStrictEqual([summary!.id, summary!.tokensToday, summary!.dailyTokens, summary!.lastRun?.outcome, summary!.lastRun?.reason], [
         "ws:main", 60_020, 50_000, "skipped", "daily token cap: 60020 of 50000 tokens used today (UTC)"
       ])
+      // `pynchy tasks run` spends from the same cap: refused with the reason, nothing queued.
+      const manual = yield* runNow("ws:main").pipe(Effect.provide(ctx))
+      assert.deepStrictEqual(manual, Either.left("ws:main has used its daily token cap (60020 of 50000 tokens today, UTC); it can run again after midnight UTC"))
+      assert.strictEqual((yield* store.runs("ws:main", 10)).length, 3)
       // Like any turn, the scheduled turns were charged to the workspace's daily gateway budget.
       const gateway = yield* Effect.provide(Gateway, ctx)
       assert.strictEqual((yield* gateway.status).usageToday.main?.used, 60_020)

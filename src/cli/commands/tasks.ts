@@ -1,12 +1,12 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Clock, Console, Effect, Layer } from "effect"
+import { Clock, Console, Effect, Either, Layer } from "effect"
 import * as fs from "node:fs"
 import { HostConfig } from "../../config/HostConfig.js"
 import * as Database from "../../db/Database.js"
 import * as Stores from "../../db/Stores.js"
 import { TaskStore } from "../../db/TaskStore.js"
 import { wakeHost } from "../../host/ControlSocket.js"
-import { enqueueRun } from "../../schedules/runs.js"
+import { runNow } from "../../schedules/runs.js"
 import { formatSummary, taskSummaries } from "../../schedules/summary.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text."))
@@ -42,12 +42,10 @@ const cancel = Command.make("cancel", { id }, ({ id }) =>
 const run = Command.make("run", { id }, ({ id }) =>
   Effect.gen(function* () {
     const { dataDir } = yield* HostConfig
-    const task = yield* Effect.flatMap(TaskStore, (s) => s.get(id))
-    if (task._tag === "None") return yield* failed(`no task ${id}`)
-    const now = yield* Clock.currentTimeMillis
-    yield* enqueueRun(task.value, now, now)
-    const woken = yield* wakeHost(dataDir, task.value.conversationId)
-    yield* Console.log(`queued a run of ${id} in ${task.value.conversationId}; ${woken ? "the running host was woken" : "no host is running: it runs at the next start"}`)
+    const queued = yield* runNow(id)
+    if (Either.isLeft(queued)) return yield* failed(queued.left)
+    const woken = yield* wakeHost(dataDir, queued.right.conversationId)
+    yield* Console.log(`queued a run of ${id} in ${queued.right.conversationId}; ${woken ? "the running host was woken" : "no host is running: it runs at the next start"}`)
   }).pipe(Effect.provide(database))
 ).pipe(Command.withDescription("Run a task or schedule now (one extra run; its schedule is unchanged)."))
 
