@@ -4,6 +4,11 @@
  * and metrics go to `<endpoint>/v1/traces` and `<endpoint>/v1/metrics` over OTLP/HTTP (JSON),
  * through @effect/opentelemetry and the OTel SDK's exporters; the layer's release flushes both.
  *
+ * Spans of single SQL statements (`sql.execute`, one per statement from @effect/sql) are not
+ * recorded: they would be most of the spans, and making and exporting them was most of the cost
+ * export adds to a turn; the path's own spans (ingest, turn, sandbox, gateway, delivery) carry
+ * its timing.
+ *
  * When off the layer is `Layer.empty` and no OpenTelemetry module is loaded: they are imported
  * here, dynamically, only when the endpoint is set (the CLI bundle keeps them external), so the
  * start path pays nothing for them.
@@ -31,12 +36,24 @@ const load = () =>
     import("@opentelemetry/exporter-metrics-otlp-http")
   ])
 
+/** Records every span but a single SQL statement's (see above); children follow their parent. */
+const withoutStatements = (TraceBase: typeof import("@opentelemetry/sdk-trace-base")) => {
+  const rest = new TraceBase.ParentBasedSampler({ root: new TraceBase.AlwaysOnSampler() })
+  return {
+    shouldSample: (...args: Parameters<typeof rest.shouldSample>) =>
+      args[2] === STATEMENT_SPAN ? { decision: TraceBase.SamplingDecision.NOT_RECORD } : rest.shouldSample(...args),
+    toString: () => `without ${STATEMENT_SPAN} spans`
+  }
+}
+const STATEMENT_SPAN = "sql.execute"
+
 /** Export to a given endpoint (what `layerConfig` builds once it has read the variables). */
 export const layer = (settings: TelemetrySettings): Layer.Layer<never> =>
   Layer.unwrapEffect(
     Effect.map(Effect.promise(load), ([NodeSdk, TraceBase, SdkMetrics, TraceExporter, MetricExporter]) =>
       NodeSdk.layer(() => ({
         resource: { serviceName: settings.serviceName, serviceVersion: VERSION },
+        tracerConfig: { sampler: withoutStatements(TraceBase) },
         spanProcessor: new TraceBase.BatchSpanProcessor(new TraceExporter.OTLPTraceExporter({ url: signalUrl(settings.endpoint, "traces") })),
         metricReader: new SdkMetrics.PeriodicExportingMetricReader({
           exporter: new MetricExporter.OTLPMetricExporter({ url: signalUrl(settings.endpoint, "metrics") }),

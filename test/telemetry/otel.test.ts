@@ -115,6 +115,8 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("OpenTelemet
       assert.strictEqual(attempt.attributes["http.response.status_code"], 200)
       assert.isTrue(descends(trace, send, run), "the delivery's send is inside the turn's trace, under the turn")
       assert.strictEqual(send.attributes["pynchy.delivery.kind"], "reply")
+      // Single SQL statements are not recorded (docs/observability.md).
+      assert.isFalse(receiver.spans.some((s) => s.name === "sql.execute"), "no sql.execute span is exported")
 
       // The same context was stored with the message, written into turn.json and sent upstream.
       assert.strictEqual(stored._tag === "Some" ? stored.value.traceParent : null, traceparent(ingest))
