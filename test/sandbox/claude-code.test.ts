@@ -5,7 +5,7 @@
  * upstream through the real gateway. A scripted tool_use makes it run Bash (the file lands in the
  * workspace folder) and call host actions over the MCP bridge (the host's policy refuses a bad
  * input and runs a good one); the next turn resumes the same Claude session (the upstream sees the
- * first exchange); the provider key is nowhere the agent could read or write, nor the token in
+ * first exchange) and after `/new` starts a fresh one; the provider key is nowhere the agent could read or write, nor the token in
  * the conversation's folder. Skips (with the install command) where the plugin is not installed.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -14,13 +14,15 @@ import * as fs from "node:fs"
 import type * as http from "node:http"
 import * as path from "node:path"
 import { makeTestHost } from "../../layers/test.js"
-import { decodeConfig } from "../../src/config/HostConfig.js"
+import { decodeConfig, HostConfig } from "../../src/config/HostConfig.js"
 import type { PynchyConfig } from "../../src/config/schema.js"
 import { ConversationId } from "../../src/domain/ids.js"
 import { Gateway, GatewaySettings } from "../../src/gateway/Gateway.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
+import { BUILTINS } from "../../src/plugins/builtin.js"
 import { installCommand, isInstalled, OPTIONAL_PLUGINS } from "../../src/plugins/first-party.js"
 import { hostPackageRoot } from "../../src/plugins/paths.js"
+import { PluginRegistry } from "../../src/plugins/PluginRegistry.js"
 import { tempDir } from "../support/db.js"
 import { awaitSettled, sentLines } from "../support/host.js"
 import { skipWithout } from "../support/system.js"
@@ -145,6 +147,15 @@ describe("the claude-code agent core", () => {
       const resumed = upstream.hits.filter((h) => textOf(h).includes("what did I ask")).at(-1)!
       assert.include(textOf(resumed), "toolu_1")
 
+      // After `/new` the conversation's folder is a fresh one: a new Claude session that knows nothing of before.
+      yield* ingest(msg("e3", "/new"))
+      yield* awaitSettled(conv, 3).pipe(Effect.provide(ctx))
+      yield* ingest(msg("e4", "what did I ask you before, now?"))
+      yield* awaitSettled(conv, 4).pipe(Effect.provide(ctx))
+      assert.deepStrictEqual(sentLines(dir).map((l) => l.text).at(-1), "I do not know.")
+      assert.notInclude(textOf(upstream.hits.at(-1)!), "toolu_1")
+      assert.strictEqual(fs.readdirSync(fs.readdirSync(path.join(dir, "homes")).map((d) => path.join(dir, "homes", d))[0]!).length, 2)
+
       // The canary key is nowhere the agent reaches: not in the sandbox's environment (Bash's env.txt),
       // the workspace, the session folders or the conversation's durable folder, nor in any request body.
       assert.notInclude(fs.readFileSync(path.join(workspace, "env.txt"), "utf8"), CANARY)
@@ -155,4 +166,45 @@ describe("the claude-code agent core", () => {
       // The conversation's folder keeps the Claude session, never the turn token (tokens start pgw_).
       for (const f of filesUnder(path.join(dir, "homes"))) assert.notMatch(fs.readFileSync(f, "utf8"), /pgw_[A-Za-z0-9_-]{16,}/, f)
     }), { timeout: 240_000 })
+
+  it.scopedLive("not installed: discovery skips it naming the install command, and a workspace selecting it fails with that command", () =>
+    Effect.gen(function* () {
+      // A pynchy folder where plugins/claude-code is present but its dependencies are not installed.
+      const root = tempDir("pynchy-root-")
+      fs.mkdirSync(path.join(root, PLUGIN.folder), { recursive: true })
+      fs.copyFileSync(path.join(PLUGIN_DIR, "package.json"), path.join(root, PLUGIN.folder, "package.json"))
+      const dir = tempDir()
+      const cfg = Either.getOrThrow(decodeConfig({
+        dataDir: dir,
+        containerRuntime: "process",
+        routes: [{ connection: "test", place: "*", workspace: "main" }],
+        connections: { test: { kind: "recording", file: "sent.jsonl", idempotent: true } },
+        workspaces: [{ id: "main", agentCore: "claude-code" }]
+      }, "test config"))
+      const registry = yield* Effect.provide(PluginRegistry, Layer.provide(PluginRegistry.layerWith({ root, builtins: BUILTINS }), HostConfig.layerFrom(cfg)))
+      const skipped = registry.skipped.find((p) => p.name === "claude-code")
+      assert.isDefined(skipped)
+      assert.strictEqual(skipped!.hint, "npm ci --prefix plugins/claude-code")
+      assert.isUndefined(registry.agentCores.find((c) => c.name === "claude-code"))
+
+      const runnerPath = yield* Effect.promise(runnerBundle)
+      const ctx = yield* Layer.build(makeTestHost(cfg, { executor: sandboxExecutor(cfg, { runnerPath }) }))
+      const { ingest } = yield* Effect.provide(Ingest, ctx)
+      yield* ingest(msg("e1", "hi"))
+      const turn = yield* awaitTurnEnd(conv).pipe(Effect.provide(ctx))
+      assert.strictEqual(turn.status, "failed")
+      assert.strictEqual(turn.attempts, 1)
+      assert.include(turn.error ?? "", "agent_core_not_installed")
+      assert.include(turn.error ?? "", "npm ci --prefix plugins/claude-code")
+    }))
+
+  it.scopedLive.skipIf(pluginMissing)("installed: discovered from the pynchy folder like any installed plugin, its module and packages checked", () =>
+    Effect.gen(function* () {
+      const cfg = Either.getOrThrow(decodeConfig({ dataDir: tempDir() }, "test config"))
+      const registry = yield* Effect.provide(PluginRegistry, Layer.provide(PluginRegistry.layerWith({ root: hostPackageRoot(), builtins: BUILTINS }), HostConfig.layerFrom(cfg)))
+      const core = registry.agentCores.find((c) => c.name === "claude-code")?.value
+      assert.isDefined(core)
+      assert.deepInclude(core!, { module: path.join(PLUGIN_DIR, "core.mjs"), packages: path.join(PLUGIN_DIR, "node_modules"), api: "messages" })
+      assert.isUndefined(registry.skipped.find((p) => p.name === "claude-code"))
+    }))
 })
