@@ -133,12 +133,17 @@ export default async function claudeCode(ctx) {
   }
 
   let result
-  for await (const message of query({ prompt, options })) {
-    if (message.type === "system" && message.subtype === "init") recordSession(home, message.session_id)
-    else if (message.type === "stream_event") {
-      const e = message.event
-      if (e.type === "content_block_delta" && e.delta?.type === "text_delta" && message.parent_tool_use_id == null) ctx.delta(e.delta.text)
-    } else if (message.type === "result") result = message
+  try {
+    for await (const message of query({ prompt, options })) {
+      if (message.type === "system" && message.subtype === "init") recordSession(home, message.session_id)
+      else if (message.type === "stream_event") {
+        const e = message.event
+        if (e.type === "content_block_delta" && e.delta?.type === "text_delta" && message.parent_tool_use_id == null) ctx.delta(e.delta.text)
+      } else if (message.type === "result") result = message
+    }
+  } catch {
+    // Its message may quote the conversation: the turn's failure says only what happened.
+    throw new ClaudeCodeFailed("claude_code_exited", "Claude Code exited before its result", true)
   }
   if (result === undefined) throw new ClaudeCodeFailed("claude_code_no_result", "Claude Code ended without a result", true)
   recordSession(home, result.session_id)
