@@ -3,6 +3,10 @@ import * as http from "node:http"
 import { CoreFailed } from "./cores/types.js"
 
 export interface GatewayClient {
+  /** The gateway's socket inside the sandbox, for a core that brings its own client (Claude Code). */
+  readonly socketPath: string
+  /** This turn's token, for such a client (as its bearer key); never write it to a file. */
+  readonly token: string
   /** POSTs JSON and returns the decoded answer; a non-2xx answer is a CoreFailed with the gateway's code. */
   readonly post: (path: string, body: unknown, headers?: Record<string, string>) => Promise<unknown>
   /**
@@ -99,6 +103,8 @@ const readBody = (res: http.IncomingMessage, done: (text: string) => void, max =
 }
 
 export const makeGatewayClient = (socketPath: string, token: string): GatewayClient => ({
+  socketPath,
+  token,
   stream: (path, body, onEvent, headers = {}) =>
     new Promise((resolve, reject) => {
       request(socketPath, token, path, body, { accept: "text/event-stream", ...headers }, (res) => {

@@ -66,6 +66,10 @@ const loadCore = async (name: string): Promise<CoreRun | { readonly code: string
     : { code: "invalid_agent_core", reason: `the module of agent core '${name}' has no default export function` }
 }
 
+/** A plugin core's own failure: an Error with a plain `code` (and `retryable`), as CoreFailed has. */
+const isCodedError = (e: unknown): e is Error & { readonly code: string; readonly retryable?: unknown } =>
+  e instanceof Error && typeof (e as { code?: unknown }).code === "string" && /^[a-z0-9_]{1,60}$/.test((e as unknown as { code: string }).code)
+
 const fail = (ipc: IpcClient, code: string, message: string, retryable: boolean) => {
   transcript({ kind: "error", code })
   ipc.send({ _tag: "error", code, message, fatal: true, retryable })
@@ -108,6 +112,7 @@ const main = async () => {
       system: systemPrompt(turn.right, { skillsDir, workspaceDir }),
       tools,
       gateway: gatewaySocket !== "" && token.value !== "" ? makeGatewayClient(gatewaySocket, token.value) : null,
+      homeDir: env.PYNCHY_HOME_DIR !== undefined && env.PYNCHY_HOME_DIR !== "" ? env.PYNCHY_HOME_DIR : null,
       delta: (text) => send({ _tag: "text_delta", text }),
       reply: (text) => {
         transcript({ kind: "reply", text })
@@ -119,6 +124,7 @@ const main = async () => {
     send({ _tag: "done" })
   } catch (e) {
     if (e instanceof CoreFailed) fail(ipc, e.code, e.message, e.retryable)
+    else if (isCodedError(e)) fail(ipc, e.code, e.message.slice(0, 300), e.retryable === true)
     else fail(ipc, "core_crashed", "the agent core threw", true)
   }
   await ipc.close()

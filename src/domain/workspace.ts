@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { ConnectionName, ConversationId, WorkspaceId } from "./ids.js"
 import { WorkspaceScheduleFields } from "./schedule.js"
+import { CLAUDE_CODE_DEFAULTS, CLAUDE_CODE_PERMISSION_MODES } from "../protocol/agent-cores.js"
 import { SANDBOX_TOOLS, SandboxToolName } from "../protocol/sandbox-tools.js"
 
 export class SandboxSettings extends Schema.Class<SandboxSettings>("SandboxSettings")({
@@ -19,6 +20,16 @@ export class MemorySettings extends Schema.Class<MemorySettings>("MemorySettings
   summaryTokens: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100_000)), { default: () => 1_000 })
 }) {}
 
+/** How the `claude-code` core runs Claude Code (docs/agent-cores.md); read only by that core. */
+export class ClaudeCodeSettings extends Schema.Class<ClaudeCodeSettings>("ClaudeCodeSettings")({
+  /** The model (or model group) it asks the gateway for; default: the workspace's `model`. */
+  model: Schema.optional(Schema.NonEmptyString),
+  permissionMode: Schema.optionalWith(Schema.Literal(...CLAUDE_CODE_PERMISSION_MODES), { default: () => CLAUDE_CODE_DEFAULTS.permissionMode }),
+  maxTurns: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 500)), { default: () => CLAUDE_CODE_DEFAULTS.maxTurns }),
+  /** Claude Code tools allowed without asking (its own names: Bash, Read, Write, Edit, ...). */
+  allowedTools: Schema.optionalWith(Schema.Array(Schema.NonEmptyString), { default: () => [...CLAUDE_CODE_DEFAULTS.allowedTools] })
+}) {}
+
 /** An agent context. Declared in config or registered at runtime (durable). */
 export class Workspace extends Schema.Class<Workspace>("Workspace")({
   id: WorkspaceId,
@@ -31,6 +42,8 @@ export class Workspace extends Schema.Class<Workspace>("Workspace")({
   actions: Schema.optionalWith(Schema.Array(Schema.NonEmptyString), { default: () => [] }),
   agentCore: Schema.optional(Schema.NonEmptyString),
   model: Schema.optional(Schema.NonEmptyString),
+  /** Settings of the `claude-code` agent core (docs/agent-cores.md). */
+  claudeCode: Schema.optional(ClaudeCodeSettings),
   sandbox: Schema.optionalWith(SandboxSettings, { default: () => SandboxSettings.make({}) }),
   memory: Schema.optionalWith(MemorySettings, { default: () => MemorySettings.make({}) }),
   /** The tools the runner offers inside the sandbox (default: all of them). */

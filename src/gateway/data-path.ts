@@ -119,7 +119,12 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
     let api: Api | "models" | undefined
     if (req.method === "POST") api = path === "/v1/chat/completions" ? "chat" : path === "/v1/messages" ? "messages" : path === "/v1/responses" ? "responses" : undefined
     else if (req.method === "GET" && path === "/v1/models") api = "models"
-    else if (req.method === "GET" && path === "/health") {
+    else if (req.method === "HEAD" && path === "/") {
+      // Claude Code probes its base URL before the first request: answered without a token, holding nothing.
+      req.resume()
+      res.writeHead(200, { "content-length": 0 })
+      return res.end()
+    } else if (req.method === "GET" && path === "/health") {
       req.resume()
       return send(res, 200, "{\"status\":\"ok\"}")
     }

@@ -24,6 +24,8 @@ export interface TurnContext {
   readonly counter: string
   /** What happened to the window this turn. */
   readonly compaction: "none" | "summarized" | "cut"
+  /** The message id the conversation's context starts at (moved forward by `/new`). */
+  readonly contextStart: number
 }
 
 export declare namespace ConversationContext {
@@ -114,7 +116,7 @@ export class ConversationContext extends Context.Tag("pynchy/ConversationContext
           const e = entries[j]!
           history[i] = e.kind === 0 && named ? { role: e.role, text: e.text, sender: e.sender } : { role: e.role, text: e.text }
         }
-        return { summary, history, historyTokens: tokens, counter: counter.name, compaction }
+        return { summary, history, historyTokens: tokens, counter: counter.name, compaction, contextStart: start.messageId }
       }
       const previousText = Option.match(previous, { onNone: () => null, onSome: (s) => s.text })
       if (overflow === undefined) return result(window, used, previousText, "none")
@@ -180,7 +182,7 @@ export class ConversationContext extends Context.Tag("pynchy/ConversationContext
 
   /** No memory: every turn gets only its new messages (an executor run outside a host, in tests). */
   static readonly layerNone = Layer.succeed(ConversationContext, ConversationContext.of({
-    build: () => Effect.succeed({ summary: null, history: [], historyTokens: 0, counter: "estimate", compaction: "none" })
+    build: () => Effect.succeed({ summary: null, history: [], historyTokens: 0, counter: "estimate", compaction: "none", contextStart: 0 })
   }))
 
   /** The context service and the store it reads (TurnRunner moves the context start through it). */

@@ -30,13 +30,15 @@ export type HookResult<A> =
  * path of a self-contained ES module file (`.mjs`, or `.js` in a `"type": "module"` package) whose
  * default export is `async (context) => void`, called with the core context the built-in cores get
  * (docs/plugins/hooks.md). The runner imports it inside the sandbox, where it is mounted read-only,
- * so it must not import sibling files: bundle it into one file. `api` is the gateway API it speaks
- * (default `chat`; `none` for a core that needs no model).
+ * so it must not import sibling files: bundle it into one file, or give `packages`, the absolute
+ * path of a `node_modules` folder mounted read-only beside it, where its bare imports resolve.
+ * `api` is the gateway API it speaks (default `chat`; `none` for a core that needs no model).
  */
 export interface ModuleAgentCore {
   readonly name: string
   readonly description?: string
   readonly module: string
+  readonly packages?: string
   readonly api?: "chat" | "messages" | "none"
 }
 

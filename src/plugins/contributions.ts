@@ -39,6 +39,7 @@ const ModuleCoreSchema = Schema.Struct({
   name: CoreName,
   description: Schema.optionalWith(Schema.String, { exact: true }),
   module: Schema.String.pipe(Schema.filter((p) => path.isAbsolute(p) || "must be an absolute path")),
+  packages: Schema.optionalWith(Schema.String.pipe(Schema.filter((p) => path.isAbsolute(p) || "must be an absolute folder path")), { exact: true }),
   api: Schema.optionalWith(Schema.Literal("chat", "messages", "none"), { exact: true })
 })
 const BuiltinCoreSchema = Schema.Struct({ name: CoreName, description: Schema.optionalWith(Schema.String, { exact: true }), builtin: Schema.Literal(true) })
@@ -65,6 +66,19 @@ export const unmountableCoreModule = (file: string): string | undefined => {
   return undefined
 }
 
+/** Why the sandbox could not mount a core's `packages` folder, or none: a folder others may read and enter. */
+export const unmountableCorePackages = (dir: string): string | undefined => {
+  let stat: fs.Stats
+  try {
+    stat = fs.statSync(dir)
+  } catch {
+    return "does not exist"
+  }
+  if (!stat.isDirectory()) return "is not a folder"
+  if ((stat.mode & 0o005) !== 0o005) return "is not readable and searchable by others (the sandbox runs as its own user): chmod o+rx"
+  return undefined
+}
+
 // The branch is picked by its key; a core the host cannot mount is refused now, not at its first turn.
 const checkAgentCore = (input: unknown): Checked<AgentCore> => {
   const has = (key: string) => input !== null && typeof input === "object" && key in input
@@ -78,7 +92,9 @@ const checkAgentCore = (input: unknown): Checked<AgentCore> => {
       return builtinCoreInfo(core.name) === undefined ? Either.left([`name: the runner carries no built-in core named '${core.name}'`]) : Either.right({ name: core.name, value: core })
     }
     const problem = unmountableCoreModule(core.module)
-    return problem === undefined ? Either.right({ name: core.name, value: core }) : Either.left([`module: ${core.module} ${problem}`])
+    if (problem !== undefined) return Either.left([`module: ${core.module} ${problem}`])
+    const packages = core.packages === undefined ? undefined : unmountableCorePackages(core.packages)
+    return packages === undefined ? Either.right({ name: core.name, value: core }) : Either.left([`packages: ${core.packages} ${packages}`])
   })
 }
 

@@ -9,6 +9,7 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import type { BuiltinPlugin } from "./builtin.js"
 import { PluginFault, type PluginSource, SkippedPlugin } from "./errors.js"
+import { installCommand, isInstalled, OPTIONAL_PLUGINS } from "./first-party.js"
 import { installedPackageDir } from "./paths.js"
 import type { Candidate } from "./registry.js"
 
@@ -177,9 +178,20 @@ export const discover = (input: DiscoveryInput): Effect.Effect<Discovered> =>
       return true
     })
 
+    // Optional first-party plugins (plugins/<name>/): loaded once installed, else skipped with the command.
+    const firstParty = OPTIONAL_PLUGINS.flatMap((p): Array<Planned> => {
+      const folder = path.join(input.root, p.folder)
+      if (!fs.existsSync(path.join(folder, "package.json"))) return []
+      if (!isInstalled(input.root, p)) {
+        skipped.push(SkippedPlugin.make({ name: p.name, source: { _tag: "module", specifier: p.folder, path: folder }, reason: "its dependencies are not installed", hint: installCommand(p) }))
+        return []
+      }
+      return [Either.map(planModule({ specifier: folder, base: input.root }, input.root), (plan) => ({ ...plan, label: p.name, names: [p.name] }))]
+    })
+
     const seen = new Set<string>()
     const plans: Array<Plan> = []
-    for (const planned of [...scanPackages(input.root), ...input.modules.map((m) => planModule(m, input.root))]) {
+    for (const planned of [...scanPackages(input.root), ...firstParty, ...input.modules.map((m) => planModule(m, input.root))]) {
       if (Either.isLeft(planned)) {
         faults.push(planned.left)
         continue

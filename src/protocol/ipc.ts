@@ -67,6 +67,12 @@ export const TurnSpec = Schema.Struct({
   api: Schema.Literal("chat", "messages"),
   /** Tool-call rounds an LLM core may make before it must answer. */
   maxToolRounds: Schema.Int.pipe(Schema.between(0, 100)),
+  /** The workspace's `claudeCode` settings, defaults applied (for the claude-code core). */
+  claudeCode: Schema.optional(Schema.Struct({
+    permissionMode: Schema.String,
+    maxTurns: Schema.Int,
+    allowedTools: Schema.Array(Schema.String)
+  })),
   /** The W3C trace context of the turn's sandbox span: the trace of the message this turn answers. */
   traceparent: Schema.optional(Schema.String)
 })

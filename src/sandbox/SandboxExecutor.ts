@@ -14,10 +14,11 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { builtinCoreInfo } from "../protocol/agent-cores.js"
+import { notInstalledReason, optionalPluginOfCore } from "../plugins/first-party.js"
 import { HostActions } from "../actions/HostActions.js"
 import { HostConfig } from "../config/HostConfig.js"
 import { ExecutorId } from "../domain/ids.js"
-import type { Workspace } from "../domain/workspace.js"
+import { ClaudeCodeSettings, type Workspace } from "../domain/workspace.js"
 import { EventBus } from "../events/EventBus.js"
 import { Gateway } from "../gateway/Gateway.js"
 import { AgentExecutor, ExecutorLiveness, TurnFailed, type TurnInput } from "../pipeline/AgentExecutor.js"
@@ -29,7 +30,7 @@ import { currentTraceparent } from "../telemetry/trace-context.js"
 import { listenIpc } from "./IpcServer.js"
 import type { SandboxHandle, SandboxRuntime, SandboxSpec } from "./runtime.js"
 import { chooseRuntime } from "./select.js"
-import { ensurePrivateDir, hostDirOf, prepareWorkspace, sandboxesDir, sessionDirOf, sessionsDir, unsafeWorkspaceFolder, workspaceDirOf } from "./folders.js"
+import { coreHomeOf, ensurePrivateDir, hostDirOf, prepareWorkspace, sandboxesDir, sessionDirOf, sessionsDir, unsafeWorkspaceFolder, workspaceDirOf } from "./folders.js"
 import { sweepSessions } from "./retention.js"
 import { skillsFor, workspaceSkillsDir } from "./skills.js"
 import { serveRunner } from "./serve-runner.js"
@@ -64,6 +65,8 @@ const ipcPathFor = (hostDir: string, sid: string) => {
   )
 }
 
+const claudeCodeSpec = (s: ClaudeCodeSettings) => ({ permissionMode: s.permissionMode, maxTurns: s.maxTurns, allowedTools: [...s.allowedTools] })
+
 const failed = (code: string, reason: string, retryable: boolean) => new TurnFailed({ code, reason, retryable })
 
 const isHandle = (u: unknown): u is SandboxHandle =>
@@ -80,11 +83,11 @@ export const make = (options: SandboxExecutor.Options = {}) =>
     const runtimes = options.runtimes ?? registry.containerRuntimes.map((c) => c.value as SandboxRuntime)
     const runnerPath = options.runnerPath ?? path.join(hostPackageRoot(), "dist", "runner.mjs")
     /** What the turn needs of a core: its gateway API and, for a plugin's core, its module (real path: the launcher opens mounts without following links). */
-    const resolveCore = (name: string): { readonly api: "chat" | "messages" | "none"; readonly module?: string } | undefined => {
+    const resolveCore = (name: string): { readonly api: "chat" | "messages" | "none"; readonly module?: string; readonly packages?: string } | undefined => {
       const core = registry.agentCores.find((c) => c.name === name)?.value
       if (core === undefined) return undefined
       if ("builtin" in core) return builtinCoreInfo(name)
-      return { api: core.api ?? "chat", module: fs.realpathSync(core.module) }
+      return { api: core.api ?? "chat", module: fs.realpathSync(core.module), ...(core.packages !== undefined ? { packages: fs.realpathSync(core.packages) } : {}) }
     }
     const providers = host.config.providers
     const dataDir = host.dataDir
@@ -92,6 +95,8 @@ export const make = (options: SandboxExecutor.Options = {}) =>
     const coreFor = (w: Workspace) =>
       w.agentCore ?? options.defaultCore ?? (providers[0]?.kind === "anthropic" ? "anthropic" : "openai")
     const modelFor = (w: Workspace): string | null => w.model ?? providers.find((p) => p.models.length > 0)?.models[0] ?? null
+    /** The model a core asks for: the claude-code core may have its own (`claudeCode.model`). */
+    const coreModelFor = (w: Workspace, core: string): string | null => (core === "claude-code" ? w.claudeCode?.model : undefined) ?? modelFor(w)
 
     // Written whole and renamed into place: a reader (isAlive, recovery in the next host) never
     // sees a record that exists but is still empty.
@@ -112,7 +117,12 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       const runtime = yield* chooseRuntime(w.sandbox.runtime ?? host.config.containerRuntime, runtimes)
       const core = coreFor(w)
       const entry = yield* Effect.try({ try: () => resolveCore(core), catch: () => failed("agent_core_missing", `the module of agent core '${core}' is gone`, false) })
-      if (entry === undefined) return yield* failed("unknown_agent_core", `no agent core named '${core}'`, false)
+      if (entry === undefined) {
+        const optional = optionalPluginOfCore(core)
+        return yield* optional !== undefined
+          ? failed("agent_core_not_installed", notInstalledReason(core, optional), false)
+          : failed("unknown_agent_core", `no agent core named '${core}'`, false)
+      }
       if (!fs.existsSync(runnerPath)) return yield* failed("runner_missing", "the runner bundle is missing (npm run build)", false)
 
       const sessionDir = sessionDirOf(dataDir, sid)
@@ -132,8 +142,11 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       // the turn, and a workspace past its size cap earns the conversation a notice.
       yield* Effect.addFinalizer(() => afterTurn(input, workspaceDir))
       const skills = yield* skillsFor(w, registry.skills.map((s) => s.value), workspaceDir)
-      const model = entry.api === "none" ? null : modelFor(w)
+      const model = entry.api === "none" ? null : coreModelFor(w, core)
       const context = yield* memory.build(input, model)
+      // A plugin core's durable folder: one per conversation, core and context start, so `/new` starts it empty.
+      const homeDir = entry.module === undefined ? undefined : coreHomeOf(dataDir, input.conversation.id, core, context.contextStart)
+      if (homeDir !== undefined) yield* Effect.sync(() => fs.mkdirSync(homeDir, { recursive: true, mode: 0o700 }))
       // This span's context goes to the runner and, with the token, to the gateway's upstream calls.
       const traceparent = yield* currentTraceparent
       const turn: TurnSpec = {
@@ -151,6 +164,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         model,
         api: entry.api === "messages" ? "messages" : "chat",
         maxToolRounds: options.maxToolRounds ?? 8,
+        ...(core === "claude-code" ? { claudeCode: claudeCodeSpec(w.claudeCode ?? ClaudeCodeSettings.make({})) } : {}),
         ...(traceparent !== null ? { traceparent } : {})
       }
       yield* record(hostDir, "turn.json", turn)
@@ -185,6 +199,8 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         gatewaySocket: Option.isSome(token) ? gateway.socketPath : null,
         entry: runnerPath,
         coreModule: entry.module,
+        corePackages: entry.packages,
+        homeDir,
         env: Option.match(token, { onNone: () => ({}), onSome: (t) => ({ PYNCHY_TURN_TOKEN: Redacted.value(t.token) }) }),
         memoryMb: w.sandbox.memoryMb,
         maxProcesses: w.sandbox.maxProcesses

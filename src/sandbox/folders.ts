@@ -6,7 +6,7 @@
  *   something (which process to signal at recovery) comes from here.
  * - `sessions/<sid>/` and the workspace folder are the agent's: read only through untrusted.ts.
  */
-import { randomBytes } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { Workspace } from "../domain/workspace.js"
@@ -18,6 +18,13 @@ export const sessionsDir = (dataDir: string) => path.join(dataDir, "sessions")
 export const sandboxesDir = (dataDir: string) => path.join(dataDir, "sandboxes")
 export const sessionDirOf = (dataDir: string, sid: string) => path.join(sessionsDir(dataDir), sid)
 export const hostDirOf = (dataDir: string, sid: string) => path.join(sandboxesDir(dataDir), sid)
+/**
+ * A plugin core's durable folder for a conversation (agent-writable, never read by the host): its
+ * HOME and session state, one per context start so `/new` begins empty. Named by a hash of the
+ * conversation id, which may hold any characters.
+ */
+export const coreHomeOf = (dataDir: string, conversationId: string, core: string, contextStart: number) =>
+  path.join(dataDir, "homes", createHash("sha256").update(conversationId).digest("hex").slice(0, 32), `${core.replace(/[^A-Za-z0-9._-]/g, "_")}-${contextStart}`)
 
 export const workspaceDirOf = (dataDir: string, w: Workspace) =>
   w.folder !== undefined && path.isAbsolute(w.folder) ? w.folder : path.join(dataDir, "workspaces", w.folder ?? w.id)

@@ -31,6 +31,13 @@ export interface SandboxSpec {
   readonly entry: string
   /** A plugin's agent core module (host path), mounted read-only at `PYNCHY_CORE_MODULE`. */
   readonly coreModule?: string | undefined
+  /** The `node_modules` folder a plugin core's module imports from (host path), mounted read-only beside it. */
+  readonly corePackages?: string | undefined
+  /**
+   * The conversation's durable folder for a plugin core (host path, agent-writable): its HOME and
+   * session state, kept across turns until `/new`. Mounted at `PYNCHY_HOME_DIR`.
+   */
+  readonly homeDir?: string | undefined
   /** The only variables the runner gets besides PATH, HOME and the PYNCHY_* paths. */
   readonly env: Readonly<Record<string, string>>
   readonly memoryMb?: number | undefined
@@ -84,18 +91,24 @@ export const SANDBOX_PATHS: RunnerPaths = {
 export const ENTRY_INSIDE = "/opt/pynchy/runner.mjs"
 /** Where bwrap and docker mount a plugin core's module (`.mjs`: imported as an ES module). */
 export const CORE_INSIDE = "/opt/pynchy/core.mjs"
+/** Where a plugin core's packages are mounted: Node resolves the module's bare imports there. */
+export const PACKAGES_INSIDE = "/opt/pynchy/node_modules"
+/** Where bwrap and docker mount the conversation's durable folder of a plugin core. */
+export const HOME_INSIDE = "/home/agent"
 
 /**
  * The environment a runner starts with: nothing inherited. `coreModule` is where the runner finds
- * the plugin core's module (the runtime's mount point, or the host path where nothing is mounted).
+ * the plugin core's module and `homeDir` its durable folder (the runtime's mount points, or the
+ * host paths where nothing is mounted).
  */
-export const runnerEnv = (spec: SandboxSpec, paths: RunnerPaths, home: string, coreModule = CORE_INSIDE): Record<string, string> => ({
+export const runnerEnv = (spec: SandboxSpec, paths: RunnerPaths, home: string, coreModule = CORE_INSIDE, homeDir = HOME_INSIDE): Record<string, string> => ({
   PATH: "/usr/local/bin:/usr/bin:/bin",
   HOME: home,
   ...spec.env,
   ...paths,
   ...(spec.gatewaySocket === null ? { PYNCHY_GATEWAY_SOCKET: "" } : {}),
-  ...(spec.coreModule !== undefined ? { PYNCHY_CORE_MODULE: coreModule } : {})
+  ...(spec.coreModule !== undefined ? { PYNCHY_CORE_MODULE: coreModule } : {}),
+  ...(spec.homeDir !== undefined ? { PYNCHY_HOME_DIR: homeDir } : {})
 })
 
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/

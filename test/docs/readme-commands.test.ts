@@ -71,6 +71,7 @@ const HOW: Record<string, How> = {
   "npm start": { in: "test/cli/first-run.tmux.test.ts", because: "it runs `npm start` in a real terminal" },
   "npm start -- --headless": { run: () => headlessStart() },
   "npm ci": { in: ".ci/run", because: "CI's install step" },
+  "npm ci --prefix plugins/claude-code": { in: ".ci/run", because: "CI installs the optional claude-code plugin before the tests (test/sandbox/claude-code.test.ts needs it)" },
   "npm run bench": { in: "npm run bench -- plugins", because: "the same runner with a filter; every suite takes minutes, so CI runs one" },
   "npm run bench -- plugins": {
     run: async () => {

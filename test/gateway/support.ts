@@ -98,6 +98,8 @@ export interface CallOptions {
   readonly token?: string
   readonly header?: "bearer" | "x-api-key"
   readonly body?: unknown
+  /** More request headers (`anthropic-beta`, `anthropic-version`). */
+  readonly headers?: Readonly<Record<string, string>>
   /** Called with each chunk as it arrives. */
   readonly onChunk?: (chunk: string) => void
 }
@@ -106,7 +108,7 @@ export interface CallOptions {
 export const call = (target: { socketPath: string } | { url: string }, opts: CallOptions): Effect.Effect<Reply, Error> =>
   Effect.async<Reply, Error>((resume) => {
     const body = opts.body === undefined ? undefined : Buffer.from(typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body))
-    const headers: http.OutgoingHttpHeaders = { "content-type": "application/json" }
+    const headers: http.OutgoingHttpHeaders = { "content-type": "application/json", ...opts.headers }
     if (body) headers["content-length"] = body.length
     if (opts.token !== undefined) {
       if (opts.header === "x-api-key") headers["x-api-key"] = opts.token

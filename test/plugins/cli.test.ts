@@ -2,8 +2,14 @@ import { assert, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { BUILTINS } from "../../src/plugins/builtin.js"
+import { installCommand, isInstalled, OPTIONAL_PLUGINS } from "../../src/plugins/first-party.js"
+import { hostPackageRoot } from "../../src/plugins/paths.js"
 import { runCli } from "../support/cli.js"
 import { EXAMPLE, pluginModule, tempProject, writePackage } from "./support.js"
+
+// The optional claude-code plugin (plugins/claude-code) is loaded where it is installed, else skipped.
+const claudeCode = OPTIONAL_PLUGINS.find((p) => p.name === "claude-code")!
+const claudeCodeInstalled = isInstalled(hostPackageRoot(), claudeCode)
 
 const run = (args: ReadonlyArray<string>, cwd: string, env: Record<string, string> = {}) => runCli(["plugins", ...args], { cwd, env })
 
@@ -13,7 +19,7 @@ describe("pynchy plugins (real process)", () => {
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), `plugins:\n  modules: [${JSON.stringify(EXAMPLE)}]\n`)
     const r = run([], dir)
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.match(r.stdout, new RegExp(`^plugins: ${BUILTINS.filter((b) => b.requires === undefined).length + 1} loaded, 1 skipped, 0 problem\\(s\\)$`, "m"))
+    assert.match(r.stdout, new RegExp(`^plugins: ${BUILTINS.filter((b) => b.requires === undefined).length + 1 + (claudeCodeInstalled ? 1 : 0)} loaded, ${claudeCodeInstalled ? 1 : 2} skipped, 0 problem\\(s\\)$`, "m"))
     assert.match(r.stdout, /^core-skills {2}\(builtin\)$/m)
     assert.match(r.stdout, /^ {2}skillPaths {2}core$/m)
     assert.include(r.stdout, `hello 0.1.0  (module ${path.join(EXAMPLE, "plugin.js")})`)
@@ -26,11 +32,12 @@ describe("pynchy plugins (real process)", () => {
     assert.strictEqual(r.code, 0, r.stderr)
     const report = JSON.parse(r.stdout)
     const builtins = BUILTINS.filter((b) => b.requires === undefined).map((b) => b.name)
-    assert.deepStrictEqual(report.plugins.map((p: { name: string; from: string }) => p.name), [...builtins, "hello"])
+    assert.deepStrictEqual(report.plugins.map((p: { name: string; from: string }) => p.name), [...builtins, ...(claudeCodeInstalled ? ["claude-code"] : []), "hello"])
     const hello = report.plugins.at(-1)
     assert.deepStrictEqual(hello.contributions, { serviceHandler: ["hello.greet"], skillPaths: ["hello"] })
     assert.strictEqual(hello.source._tag, "module")
-    assert.deepStrictEqual(report.skipped, [{ name: "slack", from: "builtin", reason: "optional package '@slack/bolt' is not installed", hint: "npm install @slack/bolt" }])
+    assert.deepStrictEqual(report.skipped.filter((p: { name: string }) => p.name !== "claude-code"), [{ name: "slack", from: "builtin", reason: "optional package '@slack/bolt' is not installed", hint: "npm install @slack/bolt" }])
+    if (!claudeCodeInstalled) assert.strictEqual(report.skipped.find((p: { name: string }) => p.name === "claude-code")?.hint, installCommand(claudeCode))
     assert.deepStrictEqual(report.faults, [])
   })
 

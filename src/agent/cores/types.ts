@@ -29,6 +29,11 @@ export interface CoreContext {
   readonly callTool: (tool: string, input: unknown) => Promise<ToolOutcome>
   /** The LLM gateway with this turn's token; null when no provider is configured. */
   readonly gateway: GatewayClient | null
+  /**
+   * A plugin core's durable folder for this conversation (its HOME, its session state): kept
+   * across turns, empty again after `/new`; null for the built-in cores.
+   */
+  readonly homeDir: string | null
 }
 
 export type CoreRun = (context: CoreContext) => Promise<void>

@@ -9,6 +9,8 @@ import { problemLine } from "../../domain/problems.js"
 import { type Deployment, resolveCatalog } from "../../gateway/catalog.js"
 import { probeProvider } from "../../gateway/probe.js"
 import { checkConfig } from "../../host/preflight.js"
+import { installCommand, isInstalled, OPTIONAL_PLUGINS } from "../../plugins/first-party.js"
+import { hostPackageRoot } from "../../plugins/paths.js"
 import { type BwrapProbe, bwrapProbe, choicesOf, type SandboxChoices, UNISOLATED_WARNING } from "../../sandbox/select.js"
 
 type Verdict = "ok" | "warn" | "fail"
@@ -98,6 +100,19 @@ const providerChecks = (host: HostConfig.Service): Effect.Effect<ReadonlyArray<C
     }, { concurrency: "unbounded" })
   })
 
+/**
+ * Whether each optional first-party plugin (plugins/<name>/) is installed: a fail only when a
+ * workspace selects one of its agent cores, whose turns would then fail.
+ */
+export const optionalPluginChecks = (workspaces: ReadonlyArray<{ readonly id: string; readonly agentCore?: string | undefined }>, root = hostPackageRoot()): Array<Check> =>
+  OPTIONAL_PLUGINS.map((p): Check => {
+    if (isInstalled(root, p)) return { verdict: "ok", name: p.name, detail: `installed (${p.folder}): agentCore ${p.agentCores.join(", ")} available` }
+    const users = workspaces.filter((w) => w.agentCore !== undefined && p.agentCores.includes(w.agentCore)).map((w) => w.id)
+    return users.length > 0
+      ? { verdict: "fail", name: p.name, detail: `not installed, but workspace ${users.join(", ")} selects its agent core: those turns fail with agent_core_not_installed`, fix: installCommand(p) }
+      : { verdict: "ok", name: p.name, detail: `not installed (optional; install with \`${installCommand(p)}\`)` }
+  })
+
 /** One line per check: ok, warn or fail, plus how to fix. Exit 1 only on a fail. */
 export const doctor = Command.make("doctor", {}, () =>
   Effect.gen(function* () {
@@ -138,6 +153,7 @@ export const doctor = Command.make("doctor", {}, () =>
     }
     checks.push(yield* sandboxCheck(Either.isRight(loaded) ? loaded.right.config : { containerRuntime: "auto", workspaces: [] }))
     if (Either.isRight(loaded)) checks.push(...(yield* providerChecks(loaded.right)))
+    checks.push(...optionalPluginChecks(Either.isRight(loaded) ? loaded.right.config.workspaces : []))
     checks.push(toolCheck("tmux", "not found: the local tmux runtime example cannot run", "apt-get install tmux"))
     for (const c of checks) {
       yield* Console.log(`${c.verdict.padEnd(4)}  ${c.name.padEnd(8)}  ${c.detail}${c.fix && c.verdict !== "ok" ? `  (fix: ${c.fix})` : ""}`)

@@ -9,7 +9,7 @@
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { CORE_INSIDE, ENTRY_INSIDE, isSafeName, runnerEnv, SANDBOX_PATHS, type SandboxRuntime, type SandboxSpec } from "../runtime.js"
+import { CORE_INSIDE, ENTRY_INSIDE, HOME_INSIDE, isSafeName, PACKAGES_INSIDE, runnerEnv, SANDBOX_PATHS, type SandboxRuntime, type SandboxSpec } from "../runtime.js"
 import { type CgroupResult, makeCgroup, sweepCgroups } from "./cgroup.js"
 import { launch, launcherSupported, PERL, STAGE_DIR } from "./launcher.js"
 import { killProcess, LAUNCH_MARKER, processAlive } from "./procinfo.js"
@@ -45,9 +45,11 @@ export const hostMounts = (spec: SandboxSpec, node: string): Array<HostMount> =>
   mounts.push(
     { source: spec.entry, dest: ENTRY_INSIDE, writable: false, dir: false },
     ...(spec.coreModule !== undefined ? [{ source: spec.coreModule, dest: CORE_INSIDE, writable: false, dir: false }] : []),
+    ...(spec.corePackages !== undefined ? [{ source: spec.corePackages, dest: PACKAGES_INSIDE, writable: false, dir: true }] : []),
     { source: spec.turnFile, dest: SANDBOX_PATHS.PYNCHY_TURN_FILE, writable: false, dir: false },
     { source: spec.workspaceDir, dest: SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR, writable: true, dir: true },
-    { source: spec.sessionDir, dest: SANDBOX_PATHS.PYNCHY_SESSION_DIR, writable: true, dir: true }
+    { source: spec.sessionDir, dest: SANDBOX_PATHS.PYNCHY_SESSION_DIR, writable: true, dir: true },
+    ...(spec.homeDir !== undefined ? [{ source: spec.homeDir, dest: HOME_INSIDE, writable: true, dir: true }] : [])
   )
   for (const rel of spec.workspaceReadOnly ?? []) {
     mounts.push({ source: path.join(spec.workspaceDir, rel), dest: path.posix.join(SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR, rel), writable: false, dir: true })
@@ -153,6 +155,7 @@ export const make = (options: BwrapOptions = {}): SandboxRuntime => {
         // over one by one (their folder stays 0700 root).
         giveToSandbox(spec.workspaceDir, user)
         giveToSandbox(spec.sessionDir, user)
+        if (spec.homeDir !== undefined) giveToSandbox(spec.homeDir, user)
         fs.lchownSync(spec.turnFile, user.uid, user.gid)
         fs.lchownSync(spec.ipcSocket, user.uid, user.gid)
       }

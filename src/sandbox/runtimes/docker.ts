@@ -6,7 +6,7 @@
  */
 import { execFile } from "node:child_process"
 import * as path from "node:path"
-import { CORE_INSIDE, ENTRY_INSIDE, isSafeName, runnerEnv, SANDBOX_PATHS, type SandboxRuntime, type SandboxSpec } from "../runtime.js"
+import { CORE_INSIDE, ENTRY_INSIDE, HOME_INSIDE, isSafeName, PACKAGES_INSIDE, runnerEnv, SANDBOX_PATHS, type SandboxRuntime, type SandboxSpec } from "../runtime.js"
 import { spawnSandbox } from "./spawn.js"
 
 export interface DockerOptions {
@@ -37,6 +37,8 @@ export const dockerArgs = (spec: SandboxSpec, image: string): { args: Array<stri
     "--workdir", SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR,
     "-v", `${spec.entry}:${ENTRY_INSIDE}:ro`,
     ...(spec.coreModule !== undefined ? ["-v", `${spec.coreModule}:${CORE_INSIDE}:ro`] : []),
+    ...(spec.corePackages !== undefined ? ["-v", `${spec.corePackages}:${PACKAGES_INSIDE}:ro`] : []),
+    ...(spec.homeDir !== undefined ? ["-v", `${spec.homeDir}:${HOME_INSIDE}`] : []),
     "-v", `${spec.turnFile}:${SANDBOX_PATHS.PYNCHY_TURN_FILE}:ro`,
     "-v", `${spec.workspaceDir}:${SANDBOX_PATHS.PYNCHY_WORKSPACE_DIR}`,
     "-v", `${spec.sessionDir}:${SANDBOX_PATHS.PYNCHY_SESSION_DIR}`,

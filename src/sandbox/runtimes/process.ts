@@ -29,7 +29,7 @@ export const make = (options: { readonly node?: string } = {}): SandboxRuntime =
       PYNCHY_SKILLS_DIR: skillsDir,
       PYNCHY_IPC_SOCKET: spec.ipcSocket,
       PYNCHY_GATEWAY_SOCKET: spec.gatewaySocket ?? ""
-    }, spec.sessionDir, spec.coreModule)
+    }, spec.sessionDir, spec.coreModule, spec.homeDir)
     return spawnSandbox({
       command: options.node ?? process.execPath,
       args: [spec.entry],
