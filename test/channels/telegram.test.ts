@@ -22,6 +22,10 @@ import { Channels } from "../../src/pipeline/Channels.js"
 import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
 import { streamingExecutor } from "../support/streaming.js"
+import { randomUUID } from "node:crypto"
+import { ExecutorId } from "../../src/domain/ids.js"
+import { AgentExecutor, ExecutorLiveness, TurnFailed } from "../../src/pipeline/AgentExecutor.js"
+import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
 import { startTelegram, type Telegram } from "../support/telegram.js"
 
 let tg: Telegram
@@ -180,6 +184,80 @@ describe("Telegram runtime against the emulator", () => {
       // Resent again (another restart): nothing more goes out.
       yield* Effect.promise(() => channel.send(crashed).catch(() => undefined))
       assert.strictEqual(tg.sent(chatId).length, before + expected.length - 1)
+    }))
+})
+
+/** An in-process agent that answers with the history it was given and the messages it answers. */
+const contextEcho = Layer.merge(
+  Layer.effect(AgentExecutor, Effect.map(ConversationContext, (contexts) => AgentExecutor.of({
+    allocate: () => Effect.sync(() => ExecutorId.make(`inproc:${randomUUID()}`)),
+    execute: (input) =>
+      Effect.gen(function* () {
+        const { history } = yield* contexts.build(input, null)
+        yield* input.reply(`context: ${history.filter((h) => h.role === "user").map((h) => h.text).join(" | ")}; new: ${input.messages.map((m) => m.text).join(" | ")}`)
+      }),
+    adopt: () => new TurnFailed({ code: "not_adoptable", reason: "in-process", retryable: true })
+  }))),
+  Layer.succeed(ExecutorLiveness, ExecutorLiveness.of({ isAlive: () => Effect.succeed(false) }))
+)
+
+describe("Telegram sends whose outcome is unknown", () => {
+  it.scopedLive("a reply whose part a crash left `sending` is not resent: the delivery ends unknown and the user gets a notice", () =>
+    Effect.gen(function* () {
+      const dir = tempDir()
+      const runtime = runtimeIn(dir)
+      const ctx = yield* Layer.build(makeTestHost(hostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] }))
+      const deliveries = yield* Effect.provide(DeliveryStore, ctx)
+      // As a crash between the claim and the answer leaves it: the first reply (turn 1, reply 0), part 1.
+      assert.strictEqual(yield* deliveries.claimPart(partKey("t1:0", 1)), "claimed")
+      const ed = tg.user({ chatId: nextChat() })
+      yield* Effect.promise(() => ed.say("lost in a crash"))
+      yield* eventually(() => (tg.sent(ed.chatId).length > 0 ? true : undefined), { label: "the notice" })
+      assert.deepStrictEqual(tg.sent(ed.chatId), ["(The assistant restarted while sending a reply; it may be missing here.)"])
+      const counts = yield* deliveries.countByStatus
+      assert.strictEqual(counts["unknown"], 1)
+    }))
+})
+
+describe("Telegram group chats", () => {
+  it.scopedLive("in a group only triggered messages are answered; the others are stored and given as context to the next turn; direct messages are always answered", () =>
+    Effect.gen(function* () {
+      const dir = tempDir()
+      const runtime = runtimeIn(dir)
+      const config = Either.getOrThrow(decodeConfig({
+        dataDir: dir,
+        workspaces: [{ id: "main", instructions: "test" }],
+        routes: [{ connection: "tg", place: "*", workspace: "main", trigger: "@pynchy" }],
+        connections: {},
+        limits: { runtimeReadyTimeoutMs: 20_000, readinessCheckMs: 100 }
+      }, "test config"))
+      const ctx = yield* Layer.build(makeTestHost(config, { executor: contextEcho, runtimes: [{ plugin: "telegram", value: runtime }] }))
+      const store = yield* Effect.provide(MessageStore, ctx)
+      const group = -nextChat()
+      const ann = tg.user({ chatId: group, userId: 501, userName: "ann", type: "group" })
+      const bob = tg.user({ chatId: group, userId: 502, userName: "bob", type: "group" })
+      yield* Effect.promise(() => ann.say("lunch at noon?"))
+      yield* Effect.promise(() => bob.say("I prefer one"))
+      // Both stored and handled by a turn that ran no agent.
+      yield* eventually(
+        store.recent(`tg:${group}` as never, 10).pipe(Effect.map((ms) => ms.filter((m) => m.direction === "in" && m.handledBy !== null).length === 2 ? true : undefined)),
+        { label: "the untriggered messages handled" }
+      )
+      assert.deepStrictEqual(tg.sent(group), [])
+      yield* Effect.promise(() => ann.say("@pynchy so what time?"))
+      yield* eventually(() => (tg.sent(group).length > 0 ? true : undefined), { label: "the reply to the triggered message" })
+      assert.deepStrictEqual(tg.sent(group), ["context: lunch at noon? | I prefer one; new: @pynchy so what time?"])
+      // The trigger is a word, any case: "@Pynchy," counts, "@pynchyfan" does not.
+      yield* Effect.promise(() => bob.say("ask @pynchyfan"))
+      yield* Effect.promise(() => bob.say("@Pynchy, thanks"))
+      yield* eventually(() => (tg.sent(group).length > 1 ? true : undefined), { label: "the second reply" })
+      assert.match(tg.sent(group)[1]!, /new: (ask @pynchyfan \| )?@Pynchy, thanks$/)
+      yield* Effect.sync(() => assert.strictEqual(tg.sent(group).length, 2))
+      // A direct message needs no trigger.
+      const dm = tg.user({ chatId: nextChat() })
+      yield* Effect.promise(() => dm.say("hi"))
+      yield* eventually(() => (tg.sent(dm.chatId).length > 0 ? true : undefined), { label: "the direct reply" })
+      assert.match(tg.sent(dm.chatId)[0]!, /new: hi$/)
     }))
 })
 

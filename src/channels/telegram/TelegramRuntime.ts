@@ -7,7 +7,9 @@
  *   chat, message) deduplicates them. Telegram keeps unconfirmed updates for 24 hours: a host that
  *   was down catches up from its offset.
  * - Text messages of routed chats (not from bots) are ingested; other update types, messages
- *   without text, malformed updates and texts over `maxInboundChars` are skipped and logged.
+ *   without text, malformed updates and texts over `maxInboundChars` are skipped and logged. In
+ *   a group, a message that neither uses the route's trigger nor mentions the bot is ingested as
+ *   context only (../triggers.ts).
  * - Replies go out as MarkdownV2 (plain text if Telegram refuses the entities), cut at 4,096
  *   characters into parts sent under their own keys (../parts.ts): Telegram has no idempotent
  *   send, so a part whose outcome is unknown after a crash is never resent; the delivery ends
@@ -25,6 +27,7 @@ import type { DeliveryStore } from "../../db/DeliveryStore.js"
 import { type Channel, type OutboundDelivery, type ProgressEvent, SendOutcomeUnknown } from "../../pipeline/channel-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
 import { sendInParts } from "../parts.js"
+import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import { toMarkdownV2 } from "./markdown-v2.js"
 import type { TelegramSettings } from "./settings.js"
 import * as TelegramApi from "./TelegramApi.js"
@@ -86,7 +89,7 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
       const api = yield* TelegramApi.make(token, settings.apiRoot).pipe(Effect.mapError(fail("start")))
       const me = yield* api.getMe.pipe(Effect.mapError(fail("getMe")))
       const routes = context.routes(name)
-      const routed = (chatId: string) => routes.some((r) => r.place === "*" || r.place === chatId)
+      const handle = me.username !== undefined ? `@${me.username}` : undefined
       const stored = yield* context.cursor(name, UPDATES_STREAM).pipe(Effect.mapError(fail("cursor")))
       let offset = stored === null ? undefined : Number(stored.position)
       let order = stored?.order ?? 0
@@ -156,11 +159,19 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
             const { update } = decoded
             const { message } = update
             const chatId = String(message.chat.id)
-            if (!routed(chatId) || message.from?.is_bot === true || message.from?.id === me.id) continue
+            const route = routeOf(routes, chatId)
+            if (route === undefined || message.from?.is_bot === true || message.from?.id === me.id) continue
             if (message.text.length > settings.maxInboundChars) {
               yield* Effect.logWarning("telegram message refused: too long").pipe(Effect.annotateLogs({ update: update.update_id, chars: message.text.length, limit: settings.maxInboundChars }))
               continue
             }
+            const triggered = isTriggered({
+              text: message.text,
+              direct: message.chat.type === "private",
+              trigger: route.trigger,
+              handle,
+              repliesToBot: message.reply_to_message?.from?.id === me.id
+            })
             order += 1
             yield* context.ingest({
               connection: name,
@@ -168,7 +179,13 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
               providerEventId: receiptOf(update),
               sender: senderOf(update),
               text: message.text,
-              metadata: { updateId: update.update_id, messageId: message.message_id, chatType: message.chat.type, ...(message.date !== undefined ? { date: message.date } : {}) },
+              metadata: {
+                updateId: update.update_id,
+                messageId: message.message_id,
+                chatType: message.chat.type,
+                ...(message.date !== undefined ? { date: message.date } : {}),
+                ...(triggered ? {} : untriggeredMetadata)
+              },
               cursor: { stream: UPDATES_STREAM, position: String(update.update_id + 1), order }
             }).pipe(Effect.mapError(fail("ingest")))
           }

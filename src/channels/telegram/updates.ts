@@ -15,7 +15,8 @@ export const TextUpdate = Schema.Struct({
     date: Schema.optional(Schema.Number),
     chat: Chat,
     from: Schema.optional(User),
-    text: Schema.String
+    text: Schema.String,
+    reply_to_message: Schema.optional(Schema.Struct({ from: Schema.optional(User) }))
   })
 })
 export type TextUpdate = typeof TextUpdate.Type
