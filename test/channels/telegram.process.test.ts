@@ -11,6 +11,8 @@ import { afterAll, beforeAll } from "vitest"
 import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
 import { startTelegram, type Telegram } from "../support/telegram.js"
+import { execFile } from "node:child_process"
+import { BIN, cleanEnv } from "../support/cli.js"
 import { killAllHosts, killHard, query, startHost, stopHost } from "./host-process.js"
 
 let tg: Telegram
@@ -32,6 +34,13 @@ const writeConfig = (dir: string) =>
     "limits: { retryBaseMs: 10, runtimeReadyTimeoutMs: 20000 }"
   ].join("\n") + "\n")
 
+/** The CLI, without blocking this process (the emulator answers from it). */
+const runCli = (args: ReadonlyArray<string>, options: { cwd: string; env: Record<string, string> }) =>
+  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { cwd: options.cwd, env: { ...cleanEnv(), ...options.env }, timeout: 60_000 }, (error, stdout, stderr) =>
+      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
+  })
+
 const start = (dir: string) => startHost(dir, { TG_BOT_TOKEN: tg.token })
 const repliesTo = (chatId: number, text: string) => tg.sent(chatId).filter((t) => t === `echo: ${text}`).length
 const awaitReply = (chatId: number, text: string) =>
@@ -49,11 +58,28 @@ describe("Telegram host process against the emulator", () => {
       const db = path.join(dir, "pynchy.db")
       const cursor = query(db, "SELECT position FROM cursors WHERE connection = 'tg' AND stream = 'updates'")[0]
       assert.isDefined(cursor)
-      const turns = query(db, "SELECT status FROM turns")
-      assert.deepStrictEqual(turns.map((t) => t.status), ["completed"])
+      await Effect.runPromise(eventually(() => (query(db, "SELECT status FROM turns").map((t) => t.status).join() === "completed" ? true : undefined), { label: "the turn completed" }))
+      // pynchy status: the runtime's readiness (live), its cursor and when its last event came.
+      const status = await Effect.runPromise(eventually(async () => {
+        const r = await runCli(["status"], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
+        return /^runtime +tg \(telegram\): ready/m.test(r.stdout) ? r.stdout : undefined
+      }, { label: "status showing the runtime ready" }))
+      assert.match(status, /^cursor +tg\/updates at \d+ \(last event \d{4}-/m)
     } finally {
       await stopHost(host)
     }
+  })
+
+  it("pynchy doctor probes the connection with getMe, and names the missing token", async () => {
+    const dir = tempDir()
+    writeConfig(dir)
+    const env = { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") }
+    const good = await runCli(["doctor"], { cwd: dir, env: { ...env, TG_BOT_TOKEN: tg.token } })
+    assert.match(good.stdout, /^ok +telegram +tg: http:\/\/127\.0\.0\.1:\d+ answers as @TestNameBot$/m)
+    const missing = await runCli(["doctor"], { cwd: dir, env })
+    assert.match(missing.stdout, /^fail +telegram +connections\.tg\.tokenEnv: TG_BOT_TOKEN is not set/m)
+    assert.strictEqual(missing.code, 1)
+    assert.notInclude(good.stdout + good.stderr, tg.token)
   })
 
   it("killed with kill -9 mid-turn, each message gets exactly one visible reply (or an unknown delivery and a notice)", async () => {
