@@ -26,7 +26,7 @@ import * as path from "node:path"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
 import { type Channel, type OutboundDelivery, type ProgressEvent, SendOutcomeUnknown } from "../../pipeline/channel-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
-import { sendInParts } from "../parts.js"
+import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import { toMarkdownV2 } from "./markdown-v2.js"
 import type { TelegramSettings } from "./settings.js"
@@ -111,16 +111,14 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
           Effect.catchIf(parseRefused, () => patiently(api.sendMessage(chatId, text, undefined))),
           Effect.asVoid
         )
-      const send = (delivery: OutboundDelivery): Effect.Effect<void, Error, DeliveryStore> =>
+      const send = (delivery: OutboundDelivery) =>
         sendInParts({
           delivery,
           limit: MESSAGE_LIMIT,
           sendPart: ({ text }) => sendPart(delivery.place, text),
           // An answer from Telegram, even an error, means it did not take the message.
           failure: (e) => ({ notSent: e.status !== undefined || e.notSent, reason: e.message })
-        }).pipe(
-          Effect.mapError((e) => (e._tag === "PartsOutcomeUnknown" ? new SendOutcomeUnknown(e.message) : new Error(e.message)))
-        )
+        })
 
       const typingIn = yield* FiberMap.make<string>()
       const progress = (event: ProgressEvent) =>
@@ -138,7 +136,10 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
           closed
             ? Promise.reject(new Error(`telegram connection '${name}' is closed`))
             : Runtime.runPromiseExit(runtime)(send(delivery)).then((exit) => {
-              if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
+              if (Exit.isSuccess(exit)) return
+              const e = Cause.squash(exit.cause)
+              // The outbox reads an unknown outcome from the rejection's type (channel-contract.ts).
+              throw e instanceof PartsOutcomeUnknown ? new SendOutcomeUnknown(e.message) : e
             }),
         progress: (event) => (closed ? undefined : Runtime.runPromise(runtime)(Effect.asVoid(progress(event))))
       }
