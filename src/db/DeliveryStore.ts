@@ -44,6 +44,14 @@ export declare namespace DeliveryStore {
     readonly ofClient: (query: { readonly conversationId: ConversationId; readonly client: string; readonly after: number; readonly limit: number }) => Effect.Effect<ReadonlyArray<Delivery>>
     /** Whether a turn handles (or handled) a message of this client. */
     readonly turnOfClient: (turnId: TurnId, client: string) => Effect.Effect<boolean>
+    /**
+     * Claims one part of a delivery (`<idempotency key>#<n>`) before it is handed to a platform:
+     * `claimed` for the first caller; otherwise how an earlier call left it (`sent`, or `sending`:
+     * a call whose outcome is unknown). The claim is atomic: two callers never both get `claimed`.
+     */
+    readonly claimPart: (partKey: string) => Effect.Effect<"claimed" | "sending" | "sent">
+    /** A claimed part was accepted (`sent`), or surely not sent (`released`: a later resend claims it again). */
+    readonly settlePart: (partKey: string, outcome: "sent" | "released") => Effect.Effect<void>
   }
 }
 
@@ -86,6 +94,20 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
     })
 
     return DeliveryStore.of({
+      claimPart: (partKey) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const claimed = yield* sql`INSERT INTO delivery_parts (part_key, status, updated_at) VALUES (${partKey}, 'sending', ${now})
+            ON CONFLICT (part_key) DO NOTHING RETURNING part_key`
+          if (claimed.length > 0) return "claimed" as const
+          const rows = yield* sql<{ status: "sending" | "sent" }>`SELECT status FROM delivery_parts WHERE part_key = ${partKey}`
+          return rows[0]?.status ?? "sending"
+        }).pipe(Effect.orDie),
+      settlePart: (partKey, outcome) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          outcome === "sent"
+            ? sql`UPDATE delivery_parts SET status = 'sent', updated_at = ${now} WHERE part_key = ${partKey}`
+            : sql`DELETE FROM delivery_parts WHERE part_key = ${partKey} AND status = 'sending'`).pipe(Effect.asVoid, Effect.orDie),
       ofClient: (query) => ofClientRows(query).pipe(Effect.map((rows) => rows.map((r) => Delivery.make(r))), Effect.orDie),
       turnOfClient: (turnId, client) =>
         sql<{ n: number }>`SELECT 1 AS n FROM messages m WHERE json_extract(m.metadata, '$.client') = ${client}

@@ -26,6 +26,8 @@ export declare namespace HostStore {
     readonly recentEvents: (limit: number) => Effect.Effect<ReadonlyArray<{ id: number; type: string; payload: unknown; at: number }>>
     /** Rows per table, read in time that does not grow with history (see `history`). */
     readonly tableCounts: Effect.Effect<Record<string, number>>
+    /** Every connection's durable cursors; `updatedAt` is when the last event that moved one was ingested. */
+    readonly cursors: Effect.Effect<ReadonlyArray<{ readonly connection: string; readonly stream: string; readonly position: string; readonly order: number; readonly updatedAt: number }>>
     /** Tokens used per workspace since `since` (epoch millis), from the gateway's call events (`gateway.usage` before the event bus). */
     readonly tokensUsedSince: (since: number) => Effect.Effect<ReadonlyArray<{ readonly workspace: string; readonly tokens: number }>>
     /** Tokens and calls per UTC day (epoch millis of its midnight) and deployment since `since`, from the gateway's call events. */
@@ -81,6 +83,8 @@ export class HostStore extends Context.Tag("pynchy/HostStore")<HostStore, HostSt
         sql<{ day: number; deployment: string; tokens: number; calls: number }>`SELECT (at / 86400000) * 86400000 AS day,
             json_extract(payload, '$.deployment') AS deployment, SUM(json_extract(payload, '$.totalTokens')) AS tokens, COUNT(*) AS calls
           FROM events WHERE type IN ('gateway.call', 'gateway.usage') AND at >= ${since} GROUP BY 1, 2 ORDER BY 1, 2`.pipe(Effect.orDie),
+      cursors: sql<{ connection: string; stream: string; position: string; order: number; updatedAt: number }>`SELECT connection, stream, position,
+          ord AS "order", updated_at AS updatedAt FROM cursors ORDER BY connection, stream`.pipe(Effect.orDie),
       tableCounts: sql<Record<string, number | null>>`SELECT ${sql.literal([
         // Each min and max alone in its query: SQLite seeks only for a lone min() or max().
         ...history.map((t) => `(SELECT max(rowid) FROM ${t}) - (SELECT min(rowid) FROM ${t}) + 1 AS ${t}`),

@@ -12,6 +12,7 @@ import { m0010_turn_blocked } from "./migrations/0010_turn_blocked.js"
 import { m0011_schedule_spend } from "./migrations/0011_schedule_spend.js"
 import { m0012_event_lookups } from "./migrations/0012_event_lookups.js"
 import { m0013_turn_lookups } from "./migrations/0013_turn_lookups.js"
+import { m0014_delivery_parts } from "./migrations/0014_delivery_parts.js"
 
 /**
  * Numbered migrations, applied in order and recorded in `pynchy_migrations`.
@@ -143,5 +144,6 @@ export const migrations = {
   "0010_turn_blocked": m0010_turn_blocked,
   "0011_schedule_spend": m0011_schedule_spend,
   "0012_event_lookups": m0012_event_lookups,
-  "0013_turn_lookups": m0013_turn_lookups
+  "0013_turn_lookups": m0013_turn_lookups,
+  "0014_delivery_parts": m0014_delivery_parts
 } as const

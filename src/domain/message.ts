@@ -81,3 +81,10 @@ export interface Ingested {
    */
   readonly conflict: boolean
 }
+
+/**
+ * The metadata flag of a group-chat message that did not use its route's trigger: stored, and
+ * context of the next turn, but a turn of such messages only runs no agent (no reply).
+ */
+export const UNTRIGGERED = "untriggered"
+export const isUntriggered = (m: { readonly metadata: Metadata }): boolean => m.metadata[UNTRIGGERED] === true

@@ -57,7 +57,13 @@ export class Route extends Schema.Class<Route>("Route")({
   connection: ConnectionName,
   place: Schema.NonEmptyTrimmedString,
   workspace: WorkspaceId,
-  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true })
+  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  /**
+   * In a place with several people (a group chat), the assistant answers only messages that use
+   * this word (or mention the bot); the others are stored and become context of the next turn.
+   * Direct messages are always answered. Channels that know group chats apply it (src/channels/triggers.ts).
+   */
+  trigger: Schema.optional(Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(100)))
 }) {}
 
 export class Conversation extends Schema.Class<Conversation>("Conversation")({

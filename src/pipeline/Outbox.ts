@@ -6,7 +6,7 @@ import type { Delivery, DeliveryKind } from "../domain/delivery.js"
 import type { ConversationId, TurnId } from "../domain/ids.js"
 import { EventBus } from "../events/EventBus.js"
 import type { Conversation } from "../domain/workspace.js"
-import type { Channel } from "./channel-contract.js"
+import { type Channel, isOutcomeUnknown } from "./channel-contract.js"
 import { Channels } from "./Channels.js"
 import { keyedRunner } from "./keyed.js"
 import { continuing, currentTraceparent } from "../telemetry/trace-context.js"
@@ -15,6 +15,8 @@ import { continuing, currentTraceparent } from "../telemetry/trace-context.js"
 class SendRejected extends Schema.TaggedError<SendRejected>()("SendRejected", { reason: Schema.String }) {}
 /** The channel call did not answer in time: it may or may not have been delivered. */
 class SendTimedOut extends Schema.TaggedError<SendTimedOut>()("SendTimedOut", {}) {}
+/** The channel said the platform may or may not have it (`SendOutcomeUnknown`): never resent. */
+class SendAmbiguous extends Schema.TaggedError<SendAmbiguous>()("SendAmbiguous", { reason: Schema.String }) {}
 
 const SEND_TIMEOUT = Duration.seconds(30)
 const SEND_RETRIES = Schedule.exponential(Duration.millis(200)).pipe(Schedule.intersect(Schedule.recurs(2)))
@@ -87,7 +89,7 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
           text: d.text,
           previousAttempts
         }),
-        catch: (e) => new SendRejected({ reason: e instanceof Error ? e.message : String(e) })
+        catch: (e) => isOutcomeUnknown(e) ? new SendAmbiguous({ reason: (e as Error).message }) : new SendRejected({ reason: e instanceof Error ? e.message : String(e) })
       }).pipe(Effect.timeoutFail({ duration: SEND_TIMEOUT, onTimeout: () => new SendTimedOut() }))
 
     const sendOne = (channel: Channel, conversation: Conversation, d: Delivery) =>
@@ -102,7 +104,7 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
           return yield* noticeFor(d, "unknown")
         }
         const outcome = yield* callChannel(channel, conversation, d, attempt - 1).pipe(
-          Effect.retry({ schedule: SEND_RETRIES, while: (e) => e._tag === "SendRejected" || channel.idempotentResends }),
+          Effect.retry({ schedule: SEND_RETRIES, while: (e) => e._tag === "SendRejected" || (e._tag === "SendTimedOut" && channel.idempotentResends) }),
           Effect.either
         )
         if (outcome._tag === "Right") {
@@ -110,8 +112,8 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
           yield* bus.publish({ type: "delivery.sent", ...idsOf(d), attempt })
           return
         }
-        const status = outcome.left._tag === "SendTimedOut" && !channel.idempotentResends ? "unknown" : "failed"
-        const reason = outcome.left._tag === "SendRejected" ? outcome.left.reason : "channel did not answer in time"
+        const status = outcome.left._tag === "SendAmbiguous" || (outcome.left._tag === "SendTimedOut" && !channel.idempotentResends) ? "unknown" : "failed"
+        const reason = outcome.left._tag === "SendTimedOut" ? "channel did not answer in time" : outcome.left.reason
         yield* deliveries.settle(d.id, status, reason)
         yield* bus.publish({ type: status === "failed" ? "delivery.failed" : "delivery.unknown", ...idsOf(d), attempt, reason })
         yield* Effect.logWarning(`delivery ${status}`).pipe(Effect.annotateLogs({ delivery: d.idempotencyKey, channel: channel.name }))

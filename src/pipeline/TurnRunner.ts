@@ -5,7 +5,7 @@ import { MessageStore } from "../db/MessageStore.js"
 import { TaskStore } from "../db/TaskStore.js"
 import { TurnStore } from "../db/TurnStore.js"
 import type { ExecutorId, HostEpoch, MessageId } from "../domain/ids.js"
-import type { Message } from "../domain/message.js"
+import { isUntriggered, type Message } from "../domain/message.js"
 import { utcMidnight } from "../domain/task.js"
 import type { Turn } from "../domain/turn.js"
 import type { Conversation } from "../domain/workspace.js"
@@ -14,6 +14,7 @@ import { continuing } from "../telemetry/trace-context.js"
 import { AgentExecutor, TurnBlocked, TurnFailed, type TurnInput } from "./AgentExecutor.js"
 import { Channels } from "./Channels.js"
 import { Outbox } from "./Outbox.js"
+import { noProgress } from "./progress.js"
 import { Workspaces } from "./Workspaces.js"
 
 /** How a run of a turn ended, for the queue to act on. */
@@ -102,13 +103,15 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         const now = yield* Clock.currentTimeMillis
         const tokenBudget = scheduled ? yield* tasks.tokensLeft(started.messageIds, utcMidnight(now)) : null
         const { connection, place } = conversation.value
-        const feed = yield* channels.progress({ conversationId: turn.conversationId, connection, place, turnId: turn.id })
+        // Group messages that did not use the trigger are context only: alone, they start no agent run.
+        const silent = claimed.length > 0 && claimed.every(isUntriggered)
+        const feed = silent ? noProgress : yield* channels.progress({ conversationId: turn.conversationId, connection, place, turnId: turn.id })
         const input: TurnInput = {
           turn,
           executor: started.executor,
           conversation: conversation.value,
           workspace: workspace.value,
-          messages: claimed,
+          messages: silent ? [] : claimed,
           reply: (text) =>
             Effect.suspend(() => {
               if (scheduled && text.trim() === NO_REPLY) return Effect.void

@@ -54,3 +54,19 @@ export interface ProgressTarget {
   readonly place: string
   readonly turnId: number
 }
+
+/**
+ * What a channel's `send` rejects with when the platform may or may not have the message (a
+ * request that got no answer, a part left half-sent by a crash): the delivery ends `unknown` and
+ * the user gets a notice, never a resend that could duplicate it.
+ */
+export class SendOutcomeUnknown extends Error {
+  readonly outcomeUnknown = true
+  constructor(reason: string) {
+    super(reason)
+    this.name = "SendOutcomeUnknown"
+  }
+}
+
+export const isOutcomeUnknown = (e: unknown): boolean =>
+  e !== null && typeof e === "object" && (e as { outcomeUnknown?: unknown }).outcomeUnknown === true

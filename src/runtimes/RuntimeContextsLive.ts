@@ -70,7 +70,7 @@ export const layer = Layer.effect(
             },
             bindSession: (conversationId, binding) =>
               run(Effect.flatMap(WorkspaceStore, (s) => s.bindSession({ conversationId: ConversationId.make(conversationId), kind: binding.kind, ref: binding.ref }))),
-            routes: (connection) => workspaces.routesOf(connection).map((r) => ({ place: r.place, workspace: r.workspace })),
+            routes: (connection) => workspaces.routesOf(connection).map((r) => ({ place: r.place, workspace: r.workspace, ...(r.trigger !== undefined ? { trigger: r.trigger } : {}) })),
             connectionConfig: (name) => (config.connections as Record<string, Record<string, unknown> | undefined>)[name]
           }
           const native: NativeRuntimeContext = {

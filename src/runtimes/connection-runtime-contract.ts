@@ -76,8 +76,8 @@ export interface ConnectionRuntimeContext {
   }
   /** Binds a conversation to an agent session (an LLM session id or an attachment); durable. */
   bindSession(conversationId: string, binding: { kind: "llm" | "attachment"; ref: string }): Promise<void>
-  /** The routes of a connection (enabled ones), from config. */
-  routes(connection: string): ReadonlyArray<{ place: string; workspace: string }>
+  /** The routes of a connection (enabled ones), from config, with the group-chat trigger when set. */
+  routes(connection: string): ReadonlyArray<{ place: string; workspace: string; trigger?: string }>
   /** Settings of a named connection from pynchy.yaml `connections:`, if any. */
   connectionConfig(name: string): Record<string, unknown> | undefined
 }

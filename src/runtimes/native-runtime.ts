@@ -27,7 +27,7 @@ export interface NativeRuntimeContext {
   /** Binds the outbound channel of the runtime's connection; removed when the runtime closes. */
   readonly bindChannel: (channel: Channel) => Effect.Effect<void>
   /** The enabled routes of a connection, from config. */
-  readonly routes: (connection: string) => ReadonlyArray<{ readonly place: string; readonly workspace: string }>
+  readonly routes: (connection: string) => ReadonlyArray<{ readonly place: string; readonly workspace: string; readonly trigger?: string }>
   /** The same context with Promises, for a plugin's runtime (`fromPromise`). */
   readonly promise: ConnectionRuntimeContext
 }

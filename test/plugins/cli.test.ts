@@ -3,13 +3,15 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { BUILTINS } from "../../src/plugins/builtin.js"
 import { installCommand, isInstalled, OPTIONAL_PLUGINS } from "../../src/plugins/first-party.js"
-import { hostPackageRoot } from "../../src/plugins/paths.js"
+import { hostPackageRoot, installedPackageDir } from "../../src/plugins/paths.js"
 import { runCli } from "../support/cli.js"
 import { EXAMPLE, pluginModule, tempProject, writePackage } from "./support.js"
 
 // The optional claude-code plugin (plugins/claude-code) is loaded where it is installed, else skipped.
 const claudeCode = OPTIONAL_PLUGINS.find((p) => p.name === "claude-code")!
 const claudeCodeInstalled = isInstalled(hostPackageRoot(), claudeCode)
+/** The built-ins the host package loads: those without an optional package, and those whose package is installed. */
+const loaded = BUILTINS.filter((b) => b.requires === undefined || installedPackageDir(b.requires, hostPackageRoot()) !== undefined)
 
 const run = (args: ReadonlyArray<string>, cwd: string, env: Record<string, string> = {}) => runCli(["plugins", ...args], { cwd, env })
 
@@ -19,7 +21,7 @@ describe("pynchy plugins (real process)", () => {
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), `plugins:\n  modules: [${JSON.stringify(EXAMPLE)}]\n`)
     const r = run([], dir)
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.match(r.stdout, new RegExp(`^plugins: ${BUILTINS.filter((b) => b.requires === undefined).length + 1 + (claudeCodeInstalled ? 1 : 0)} loaded, ${claudeCodeInstalled ? 1 : 2} skipped, 0 problem\\(s\\)$`, "m"))
+    assert.match(r.stdout, new RegExp(`^plugins: ${loaded.length + 1 + (claudeCodeInstalled ? 1 : 0)} loaded, ${claudeCodeInstalled ? 1 : 2} skipped, 0 problem\\(s\\)$`, "m"))
     assert.match(r.stdout, /^core-skills {2}\(builtin\)$/m)
     assert.match(r.stdout, /^ {2}skillPaths {2}core$/m)
     assert.include(r.stdout, `hello 0.1.0  (module ${path.join(EXAMPLE, "plugin.js")})`)
@@ -31,7 +33,7 @@ describe("pynchy plugins (real process)", () => {
     const r = run(["--json"], tempProject(), { PYNCHY_PLUGINS: EXAMPLE })
     assert.strictEqual(r.code, 0, r.stderr)
     const report = JSON.parse(r.stdout)
-    const builtins = BUILTINS.filter((b) => b.requires === undefined).map((b) => b.name)
+    const builtins = loaded.map((b) => b.name)
     assert.deepStrictEqual(report.plugins.map((p: { name: string; from: string }) => p.name), [...builtins, ...(claudeCodeInstalled ? ["claude-code"] : []), "hello"])
     const hello = report.plugins.at(-1)
     assert.deepStrictEqual(hello.contributions, { serviceHandler: ["hello.greet"], skillPaths: ["hello"] })

@@ -33,12 +33,13 @@ export const status = Command.make("status", { json }, ({ json }) =>
     const turnCounts = yield* turnStore.countByStatus
     // Conversations whose last turn was left waiting on a human (a delegated session's question).
     const blocked = yield* turnStore.latestBlocked(20)
+    const cursors = yield* host.cursors
     if (json) {
       const turns = {
         counts: Object.fromEntries(TurnStatus.literals.map((s) => [s, turnCounts[s] ?? 0])),
         blocked: blocked.map((t) => ({ conversationId: t.conversationId, turnId: t.id, state: t.error, since: t.updatedAt }))
       }
-      return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live, schedules, attachments, turns }, null, 2))
+      return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live, cursors, schedules, attachments, turns }, null, 2))
     }
     yield* Console.log(`database  ${config.databaseFile}`)
     yield* Option.match(last, {
@@ -59,6 +60,7 @@ export const status = Command.make("status", { json }, ({ json }) =>
         }
       }
     }
+    for (const c of cursors) yield* Console.log(`cursor    ${c.connection}/${c.stream} at ${c.position} (last event ${time(c.updatedAt)})`)
     for (const t of schedules) yield* Console.log(`schedule  ${formatSummary(t)}`)
     for (const a of attachments) yield* Console.log(`session   ${attachmentLine(a)}`)
     yield* Console.log("turns     " + TurnStatus.literals.map((s) => `${s}=${turnCounts[s] ?? 0}`).join(" "))

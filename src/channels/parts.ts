@@ -1,0 +1,84 @@
+/**
+ * One delivery, sent as numbered parts when it is longer than the platform takes (split.ts). Each
+ * part has its own key, `<delivery key>#<n>`, claimed in the host's database before it is handed
+ * to the platform and marked sent after (DeliveryStore.claimPart). A resend of the delivery (after
+ * a crash, or after a failed part) therefore sends only the parts that are missing:
+ *
+ * - a part marked sent is skipped;
+ * - a part left `sending` (the call's outcome unknown: a crash, no answer) is not sent again,
+ *   because the platform may have it: the other parts still go out, and the delivery then fails
+ *   with `PartsOutcomeUnknown` (the outbox records it `unknown` and tells the user);
+ * - a part that surely did not arrive (the platform refused it, the request never left) is
+ *   released, so the next resend claims it again, and the delivery fails with `PartsNotSent`.
+ *
+ * A channel whose platform deduplicates by its own key (Matrix's txn id) may resend a `sending`
+ * part under its key instead: `resendUnknown: true`.
+ */
+import { Effect, Schema } from "effect"
+import { DeliveryStore } from "../db/DeliveryStore.js"
+import type { OutboundDelivery } from "../pipeline/channel-contract.js"
+import { splitText } from "./split.js"
+
+/** A part surely not delivered: the delivery may be sent again (only its missing parts go). */
+export class PartsNotSent extends Schema.TaggedError<PartsNotSent>()("PartsNotSent", { part: Schema.Number, count: Schema.Number, reason: Schema.String }) {
+  override get message() {
+    return `part ${this.part} of ${this.count} not sent: ${this.reason}`
+  }
+}
+
+/** A part may or may not have arrived: it is never sent again. */
+export class PartsOutcomeUnknown extends Schema.TaggedError<PartsOutcomeUnknown>()("PartsOutcomeUnknown", { parts: Schema.Array(Schema.Number), count: Schema.Number, reason: Schema.String }) {
+  override get message() {
+    return `part${this.parts.length > 1 ? "s" : ""} ${this.parts.join(", ")} of ${this.count} may be missing: ${this.reason}`
+  }
+}
+
+/** How one part's call ended when it did not succeed: `notSent` when the platform surely does not have it. */
+export interface PartFailure {
+  readonly notSent: boolean
+  readonly reason: string
+}
+
+export interface PartsOptions<E> {
+  readonly delivery: Pick<OutboundDelivery, "idempotencyKey" | "text">
+  /** The platform's most characters per message. */
+  readonly limit: number
+  /** Sends part `index` (1-based) of `count` under its own key. */
+  readonly sendPart: (part: { readonly text: string; readonly key: string; readonly index: number; readonly count: number }) => Effect.Effect<void, E>
+  /** Classifies a failed call. */
+  readonly failure: (e: E) => PartFailure
+  /** The platform deduplicates by the part's key: a part left `sending` is sent again under it. */
+  readonly resendUnknown?: boolean
+}
+
+export const partKey = (deliveryKey: string, index: number) => `${deliveryKey}#${index}`
+
+export const sendInParts = <E>(options: PartsOptions<E>): Effect.Effect<void, PartsNotSent | PartsOutcomeUnknown, DeliveryStore> =>
+  Effect.gen(function* () {
+    const store = yield* DeliveryStore
+    const parts = splitText(options.delivery.text, options.limit)
+    const count = parts.length
+    const unknown: Array<number> = []
+    for (let i = 0; i < count; i++) {
+      const index = i + 1
+      const key = partKey(options.delivery.idempotencyKey, index)
+      const claim = yield* store.claimPart(key)
+      if (claim === "sent") continue
+      if (claim === "sending" && options.resendUnknown !== true) {
+        unknown.push(index)
+        continue
+      }
+      const sent = yield* Effect.either(options.sendPart({ text: parts[i]!, key, index, count }))
+      if (sent._tag === "Right") {
+        yield* store.settlePart(key, "sent")
+        continue
+      }
+      const failure = options.failure(sent.left)
+      if (!failure.notSent) return yield* new PartsOutcomeUnknown({ parts: [...unknown, index], count, reason: failure.reason })
+      yield* store.settlePart(key, "released")
+      return yield* new PartsNotSent({ part: index, count, reason: failure.reason })
+    }
+    if (unknown.length > 0) {
+      return yield* new PartsOutcomeUnknown({ parts: unknown, count, reason: "an earlier send was interrupted" })
+    }
+  })

@@ -1,0 +1,111 @@
+/**
+ * The few Bot API calls the Telegram runtime needs, through grammy's `Api` client: getMe,
+ * getUpdates, sendMessage and sendChatAction. grammy is loaded on first use (an optional
+ * dependency: the CLI bundle must load without it). Updates come back as `unknown` and are
+ * decoded one by one by the runtime, so one malformed update cannot spoil a batch.
+ *
+ * Failures are `TelegramApiError` with the method, Telegram's error code and `retry_after`; never
+ * the token (it is part of every URL) or a message's content.
+ */
+import { Effect, Schema } from "effect"
+import type { Api } from "grammy"
+
+export class TelegramApiError extends Schema.TaggedError<TelegramApiError>()("TelegramApiError", {
+  operation: Schema.String,
+  /** Telegram's `error_code`; absent when the Bot API could not be reached or answered garbage. */
+  status: Schema.optional(Schema.Number),
+  /** Telegram's `description` (an error text of the platform, never the content sent). */
+  description: Schema.optional(Schema.String),
+  /** `parameters.retry_after` of a 429, in seconds. */
+  retryAfterSeconds: Schema.optional(Schema.Number),
+  /** The request surely never reached the server (connection refused, DNS): a resend cannot duplicate. */
+  notSent: Schema.optionalWith(Schema.Boolean, { default: () => false })
+}) {
+  override get message() {
+    return `telegram ${this.operation} failed${this.status !== undefined ? ` (${this.status}${this.description ? `: ${this.description}` : ""})` : ": Bot API unreachable"}`
+  }
+  /** 4xx other than 429: asking again will not help. */
+  get permanent() {
+    return this.status !== undefined && this.status >= 400 && this.status < 500 && this.status !== 429
+  }
+}
+
+export interface BotIdentity {
+  readonly id: number
+  readonly username: string | undefined
+}
+
+export interface TelegramApi {
+  readonly getMe: Effect.Effect<BotIdentity, TelegramApiError>
+  /** One long-poll: updates from `offset` on (undecoded), waiting up to `timeoutSeconds` for one. */
+  readonly getUpdates: (offset: number | undefined, timeoutSeconds: number) => Effect.Effect<ReadonlyArray<unknown>, TelegramApiError>
+  /** Sends one message; resolves with its message id. */
+  readonly sendMessage: (chatId: string, text: string, parseMode: "MarkdownV2" | undefined) => Effect.Effect<number, TelegramApiError>
+  readonly sendChatAction: (chatId: string, action: "typing") => Effect.Effect<void, TelegramApiError>
+}
+
+/** Errors of node's fetch stack that mean the request never left this machine. */
+const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"])
+
+const codeOf = (e: unknown): string | undefined => {
+  for (let at: unknown = e, depth = 0; at !== null && typeof at === "object" && depth < 4; depth++) {
+    const code = (at as { code?: unknown }).code
+    if (typeof code === "string") return code
+    at = (at as { error?: unknown; cause?: unknown }).error ?? (at as { cause?: unknown }).cause
+  }
+  return undefined
+}
+
+const toError = (operation: string) => (e: unknown): TelegramApiError => {
+  if (e !== null && typeof e === "object" && (e as { name?: unknown }).name === "GrammyError") {
+    const g = e as { error_code?: unknown; description?: unknown; parameters?: { retry_after?: unknown } }
+    return new TelegramApiError({
+      operation,
+      ...(typeof g.error_code === "number" ? { status: g.error_code } : {}),
+      ...(typeof g.description === "string" ? { description: g.description.slice(0, 200) } : {}),
+      ...(typeof g.parameters?.retry_after === "number" ? { retryAfterSeconds: g.parameters.retry_after } : {})
+    })
+  }
+  const code = codeOf(e)
+  return new TelegramApiError({ operation, notSent: code !== undefined && NOT_SENT_CODES.has(code) })
+}
+
+/** grammy types its signal with the abort-controller shim; node's AbortSignal is what it gets at run time. */
+type GrammySignal = NonNullable<Parameters<Api["getMe"]>[0]>
+
+const MessageSent = Schema.Struct({ message_id: Schema.Number })
+const Me = Schema.Struct({ id: Schema.Number, username: Schema.optional(Schema.String) })
+
+/** grammy itself, or a typed failure naming the missing package. */
+export const loadGrammy = Effect.tryPromise({
+  try: () => import("grammy"),
+  catch: () => new TelegramApiError({ operation: "load grammy", description: "the optional package 'grammy' is not installed (npm install grammy)" })
+})
+
+export const make = (token: string, apiRoot: string): Effect.Effect<TelegramApi, TelegramApiError> =>
+  Effect.gen(function* () {
+    const grammy = yield* loadGrammy
+    // Requests are bounded by the caller (an Effect deadline or interruption aborts the signal).
+    const api: Api = new grammy.Api(token, { apiRoot: apiRoot.replace(/\/+$/, ""), timeoutSeconds: 120 })
+    const call = <A>(operation: string, run: (signal: GrammySignal) => Promise<A>) =>
+      Effect.tryPromise({ try: (signal) => run(signal as unknown as GrammySignal), catch: toError(operation) })
+    const decoded = <A, I>(operation: string, schema: Schema.Schema<A, I>) => (u: unknown) =>
+      Schema.decodeUnknown(schema)(u).pipe(Effect.mapError(() => new TelegramApiError({ operation, description: "unexpected answer" })))
+
+    return {
+      getMe: call("getMe", (signal) => api.getMe(signal)).pipe(
+        Effect.flatMap(decoded("getMe", Me)),
+        Effect.map((me) => ({ id: me.id, username: me.username }))
+      ),
+      getUpdates: (offset, timeoutSeconds) =>
+        call("getUpdates", (signal) =>
+          api.getUpdates({ ...(offset !== undefined ? { offset } : {}), timeout: timeoutSeconds, allowed_updates: ["message"] }, signal)
+        ).pipe(Effect.flatMap((u) => (Array.isArray(u) ? Effect.succeed(u as ReadonlyArray<unknown>) : new TelegramApiError({ operation: "getUpdates", description: "unexpected answer" })))),
+      sendMessage: (chatId, text, parseMode) =>
+        call("sendMessage", (signal) => api.sendMessage(chatId, text, { ...(parseMode !== undefined ? { parse_mode: parseMode } : {}), link_preview_options: { is_disabled: true } }, signal)).pipe(
+          Effect.flatMap(decoded("sendMessage", MessageSent)),
+          Effect.map((m) => m.message_id)
+        ),
+      sendChatAction: (chatId, action) => call("sendChatAction", (signal) => api.sendChatAction(chatId, action, {}, signal)).pipe(Effect.asVoid)
+    }
+  })

@@ -1,0 +1,233 @@
+/**
+ * The Telegram connection runtime: one per named `kind: telegram` connection with an enabled route.
+ *
+ * - A getUpdates long-poll loop through grammy's Api. The `offset` is the durable cursor (stream
+ *   `updates`, position = the next offset), advanced in the ingest transaction of each message,
+ *   so a crash replays at most the updates after the last committed one; the receipt (update id,
+ *   chat, message) deduplicates them. Telegram keeps unconfirmed updates for 24 hours: a host that
+ *   was down catches up from its offset.
+ * - Text messages of routed chats (not from bots) are ingested; other update types, messages
+ *   without text, malformed updates and texts over `maxInboundChars` are skipped and logged. In
+ *   a group, a message that neither uses the route's trigger nor mentions the bot is ingested as
+ *   context only (../triggers.ts).
+ * - Replies go out as MarkdownV2 (plain text if Telegram refuses the entities), cut at 4,096
+ *   characters into parts sent under their own keys (../parts.ts): Telegram has no idempotent
+ *   send, so a part whose outcome is unknown after a crash is never resent; the delivery ends
+ *   `unknown` and the user gets a notice. 429 answers are retried after `retry_after`.
+ * - While a turn of a chat runs, the bot shows as typing there (renewed every 4 s).
+ * - isReady is true after a successful getUpdates and false from a failed one until the next
+ *   success (exponential backoff capped at `maxBackoffMs`, or `retry_after` on a 429).
+ *
+ * The first start of a connection (no cursor yet) begins from "now": pending updates are dropped.
+ */
+import { Cause, Config, Duration, Effect, Exit, FiberMap, Redacted, Runtime, Schedule, Schema } from "effect"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import type { DeliveryStore } from "../../db/DeliveryStore.js"
+import { type Channel, type OutboundDelivery, type ProgressEvent, SendOutcomeUnknown } from "../../pipeline/channel-contract.js"
+import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
+import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
+import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
+import { toMarkdownV2 } from "./markdown-v2.js"
+import type { TelegramSettings } from "./settings.js"
+import * as TelegramApi from "./TelegramApi.js"
+import { decodeUpdate, nextOffset, receiptOf, senderOf } from "./updates.js"
+
+export class TelegramRuntimeError extends Schema.TaggedError<TelegramRuntimeError>()("TelegramRuntimeError", {
+  connection: Schema.String,
+  operation: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `telegram connection '${this.connection}': ${this.operation}: ${this.reason}`
+  }
+}
+
+export const UPDATES_STREAM = "updates"
+/** Telegram's most characters per message (after entity parsing). */
+export const MESSAGE_LIMIT = 4096
+/** A chat action shows for 5 s; it is renewed before it runs out while the turn runs. */
+const TYPING_RENEW = Duration.seconds(4)
+/** Longest `retry_after` a send waits out inside one call (the outbox gives a call 30 s). */
+const MAX_SEND_WAIT = Duration.seconds(20)
+
+export interface TelegramRuntimeOptions {
+  readonly name: string
+  readonly settings: TelegramSettings
+  /** `tokenFile` is relative to it. */
+  readonly dataDir: string
+}
+
+/** The bot token: from the environment variable `tokenEnv` (through Config) or from `tokenFile`. */
+export const readToken = (name: string, settings: TelegramSettings, dataDir: string) =>
+  settings.tokenEnv !== undefined
+    ? Config.redacted(settings.tokenEnv).pipe(
+      Effect.map(Redacted.value),
+      Effect.mapError(() => new TelegramRuntimeError({ connection: name, operation: "start", reason: `connections.${name}.tokenEnv: ${settings.tokenEnv} is not set` }))
+    )
+    : Effect.tryPromise({
+      try: () => fs.readFile(path.resolve(dataDir, settings.tokenFile!), "utf8"),
+      catch: () => new TelegramRuntimeError({ connection: name, operation: "start", reason: `connections.${name}.tokenFile: cannot read the file` })
+    }).pipe(Effect.map((s) => s.trim()))
+
+const parseRefused = (e: TelegramApi.TelegramApiError) => e.status === 400 && /can't parse entities|can't find end/i.test(e.description ?? "")
+
+export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConnectionRuntime => {
+  const { name, settings } = options
+  let ready = false
+  let closed = true
+  const fail = (operation: string) => (e: { readonly message: string }) => new TelegramRuntimeError({ connection: name, operation, reason: e.message })
+
+  const start = (context: NativeRuntimeContext) =>
+    Effect.gen(function* () {
+      closed = false
+      yield* Effect.addFinalizer(() => Effect.sync(() => {
+        closed = true
+        ready = false
+      }))
+      const token = yield* readToken(name, settings, options.dataDir)
+      const api = yield* TelegramApi.make(token, settings.apiRoot).pipe(Effect.mapError(fail("start")))
+      const me = yield* api.getMe.pipe(Effect.mapError(fail("getMe")))
+      const routes = context.routes(name)
+      const handle = me.username !== undefined ? `@${me.username}` : undefined
+      const stored = yield* context.cursor(name, UPDATES_STREAM).pipe(Effect.mapError(fail("cursor")))
+      let offset = stored === null ? undefined : Number(stored.position)
+      let order = stored?.order ?? 0
+      let polling = false
+
+      /** One API call, retried while Telegram says it was not processed (429, after retry_after) or it never left. */
+      const patiently = <A>(call: Effect.Effect<A, TelegramApi.TelegramApiError>) =>
+        call.pipe(
+          Effect.tapError((e) => e.retryAfterSeconds !== undefined && Duration.lessThanOrEqualTo(Duration.seconds(e.retryAfterSeconds), MAX_SEND_WAIT)
+            ? Effect.sleep(Duration.seconds(e.retryAfterSeconds))
+            : Effect.void),
+          Effect.retry({
+            schedule: Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")), Schedule.upTo(MAX_SEND_WAIT)),
+            while: (e) => (e.status === 429 && e.retryAfterSeconds !== undefined && Duration.lessThanOrEqualTo(Duration.seconds(e.retryAfterSeconds), MAX_SEND_WAIT)) || e.notSent
+          })
+        )
+      const sendPart = (chatId: string, text: string) =>
+        patiently(api.sendMessage(chatId, toMarkdownV2(text), "MarkdownV2")).pipe(
+          Effect.catchIf(parseRefused, () => patiently(api.sendMessage(chatId, text, undefined))),
+          Effect.asVoid
+        )
+      const send = (delivery: OutboundDelivery) =>
+        sendInParts({
+          delivery,
+          limit: MESSAGE_LIMIT,
+          sendPart: ({ text }) => sendPart(delivery.place, text),
+          // An answer from Telegram, even an error, means it did not take the message.
+          failure: (e) => ({ notSent: e.status !== undefined || e.notSent, reason: e.message })
+        })
+
+      const typingIn = yield* FiberMap.make<string>()
+      const progress = (event: ProgressEvent) =>
+        event.type === "started"
+          ? FiberMap.run(typingIn, event.place, api.sendChatAction(event.place, "typing").pipe(Effect.ignore, Effect.repeat(Schedule.spaced(TYPING_RENEW))))
+          : event.type === "ended" ? FiberMap.remove(typingIn, event.place) : Effect.void
+      // The channel contract is Promise-facing: its calls run in the host's runtime.
+      const runtime = yield* Effect.runtime<DeliveryStore>()
+      const channel: Channel = {
+        name,
+        // Each part is claimed in the database before it is sent (../parts.ts): a resend sends only
+        // missing parts and never one whose outcome is unknown, so resending a delivery is safe.
+        idempotentResends: true,
+        send: (delivery) =>
+          closed
+            ? Promise.reject(new Error(`telegram connection '${name}' is closed`))
+            : Runtime.runPromiseExit(runtime)(send(delivery)).then((exit) => {
+              if (Exit.isSuccess(exit)) return
+              const e = Cause.squash(exit.cause)
+              // The outbox reads an unknown outcome from the rejection's type (channel-contract.ts).
+              throw e instanceof PartsOutcomeUnknown ? new SendOutcomeUnknown(e.message) : e
+            }),
+        progress: (event) => (closed ? undefined : Runtime.runPromise(runtime)(Effect.asVoid(progress(event))))
+      }
+      yield* context.bindChannel(channel)
+
+      const ingestBatch = (batch: ReadonlyArray<unknown>) =>
+        Effect.gen(function* () {
+          for (const raw of batch) {
+            const decoded = decodeUpdate(raw)
+            if (decoded._tag === "malformed") {
+              yield* Effect.logWarning("telegram update skipped: malformed (no update_id)")
+              continue
+            }
+            if (decoded._tag === "skip") {
+              yield* Effect.logDebug("telegram update skipped").pipe(Effect.annotateLogs({ update: decoded.updateId, reason: decoded.reason }))
+              continue
+            }
+            const { update } = decoded
+            const { message } = update
+            const chatId = String(message.chat.id)
+            const route = routeOf(routes, chatId)
+            if (route === undefined || message.from?.is_bot === true || message.from?.id === me.id) continue
+            if (message.text.length > settings.maxInboundChars) {
+              yield* Effect.logWarning("telegram message refused: too long").pipe(Effect.annotateLogs({ update: update.update_id, chars: message.text.length, limit: settings.maxInboundChars }))
+              continue
+            }
+            const triggered = isTriggered({
+              text: message.text,
+              direct: message.chat.type === "private",
+              trigger: route.trigger,
+              handle,
+              repliesToBot: message.reply_to_message?.from?.id === me.id
+            })
+            order += 1
+            yield* context.ingest({
+              connection: name,
+              place: chatId,
+              providerEventId: receiptOf(update),
+              sender: senderOf(update),
+              text: message.text,
+              metadata: {
+                updateId: update.update_id,
+                messageId: message.message_id,
+                chatType: message.chat.type,
+                ...(message.date !== undefined ? { date: message.date } : {}),
+                ...(triggered ? {} : untriggeredMetadata)
+              },
+              cursor: { stream: UPDATES_STREAM, position: String(update.update_id + 1), order }
+            }).pipe(Effect.mapError(fail("ingest")))
+          }
+        })
+
+      const step = Effect.gen(function* () {
+        if (offset === undefined) {
+          // First start: only take the position (offset -1 returns the newest update and forgets the rest).
+          const last = yield* api.getUpdates(-1, 0)
+          offset = nextOffset(last, 0)
+        } else {
+          const batch = yield* api.getUpdates(offset, polling ? settings.pollTimeoutSeconds : 0)
+          ready = true
+          yield* ingestBatch(batch)
+          offset = nextOffset(batch, offset)
+        }
+        polling = true
+        ready = true
+      })
+
+      const backoff = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced(Duration.millis(settings.maxBackoffMs))))
+      const pollLoop = step.pipe(
+        Effect.catchAllDefect((defect) =>
+          Effect.logError("telegram poll step died", Cause.die(defect)).pipe(
+            Effect.zipRight(new TelegramRuntimeError({ connection: name, operation: "getUpdates", reason: "unexpected failure" }))
+          )
+        ),
+        Effect.tapError((e) =>
+          Effect.gen(function* () {
+            ready = false
+            yield* Effect.logWarning("telegram poll failed").pipe(Effect.annotateLogs({ reason: e.message }))
+            // Flood control: Telegram says how long to wait.
+            if (e._tag === "TelegramApiError" && e.retryAfterSeconds !== undefined) yield* Effect.sleep(Duration.seconds(e.retryAfterSeconds))
+          })
+        ),
+        Effect.retry(backoff),
+        Effect.forever,
+        Effect.annotateLogs({ connection: name })
+      )
+      yield* Effect.forkScoped(pollLoop)
+    })
+
+  return native({ name, start, isReady: Effect.sync(() => ready && !closed) })
+}

@@ -1,0 +1,24 @@
+import * as path from "node:path"
+import { definePlugin } from "../../plugins/contract.js"
+import { connectionsOfKind } from "../../plugins/connections.js"
+import type { NativeConnectionRuntime } from "../../runtimes/native-runtime.js"
+import { decodeTelegramSettings } from "./settings.js"
+import { makeTelegramRuntime } from "./TelegramRuntime.js"
+
+/**
+ * The built-in Telegram integration: one connection runtime per `kind: telegram` connection that
+ * has at least one enabled route. It needs the optional package grammy (without it the plugin is
+ * skipped with an install hint). Bad settings throw, naming the fields.
+ */
+export default definePlugin({
+  name: "telegram",
+  description: "Telegram chats through the Bot API (grammy; long polling, durable offset, MarkdownV2, long replies in parts)",
+  connectionRuntime: ({ config }) => {
+    const runtimes: Array<NativeConnectionRuntime> = []
+    for (const { name, raw, routed } of connectionsOfKind(config, "telegram")) {
+      const settings = decodeTelegramSettings(name, raw)
+      if (routed) runtimes.push(makeTelegramRuntime({ name, settings, dataDir: path.resolve(config.dataDir) }))
+    }
+    return runtimes
+  }
+})

@@ -1,0 +1,40 @@
+/**
+ * The settings of a `kind: telegram` connection in pynchy.yaml. Exactly one credential: the name
+ * of an environment variable holding the bot token (`tokenEnv`), or a file with it (`tokenFile`,
+ * relative to dataDir). The token itself never appears in the YAML.
+ */
+import { Either, Schema } from "effect"
+import { problemsOf } from "../../domain/problems.js"
+
+export const TelegramSettings = Schema.Struct({
+  kind: Schema.Literal("telegram"),
+  tokenEnv: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Z_][A-Z0-9_]*$/, { message: () => "must be an environment variable name" }))),
+  tokenFile: Schema.optional(Schema.NonEmptyString),
+  /** The Bot API server (an emulator or a local Bot API server in tests). */
+  apiRoot: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^https?:\/\/[^/]/, { message: () => "must be an http:// or https:// URL" })), {
+    default: () => "https://api.telegram.org"
+  }),
+  /** The getUpdates long-poll, in seconds. */
+  pollTimeoutSeconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 50)), { default: () => 30 }),
+  /** Upper bound of the retry backoff while the Bot API fails, in milliseconds. */
+  maxBackoffMs: Schema.optionalWith(Schema.Int.pipe(Schema.between(10, 600_000)), { default: () => 5_000 }),
+  /** An inbound text longer than this is refused (logged and skipped, never stored). */
+  maxInboundChars: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1_000_000)), { default: () => 16_384 })
+})
+export type TelegramSettings = typeof TelegramSettings.Type
+
+const decode = Schema.decodeUnknownEither(TelegramSettings)
+const CREDENTIALS = ["tokenEnv", "tokenFile"] as const
+
+/** Decodes one connection's settings; throws an Error naming every bad field path (values are cut off). */
+export const decodeTelegramSettings = (name: string, input: unknown): TelegramSettings => {
+  const decoded = decode(input, { errors: "all" })
+  if (Either.isLeft(decoded)) {
+    throw new Error(`connections.${name}: ${problemsOf(decoded.left).map((p) => `${p.path}: ${p.reason.replace(/,?\s*actual [\s\S]*$/, "")}`).join("; ")}`)
+  }
+  const given = CREDENTIALS.filter((k) => decoded.right[k] !== undefined)
+  if (given.length !== 1) {
+    throw new Error(`connections.${name}.${given.length === 0 ? "tokenEnv" : given.join("|")}: give exactly one of ${CREDENTIALS.join(", ")}`)
+  }
+  return decoded.right
+}

@@ -1,0 +1,148 @@
+/**
+ * The real host (`pynchy start`, the built bundle) with a Telegram connection against the
+ * emulator: a message answered through a real sandboxed turn (the scripted core), a kill -9
+ * mid-turn, and a host that was down catching up from its durable offset.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, beforeAll } from "vitest"
+import { tempDir } from "../support/db.js"
+import { eventually } from "../support/eventually.js"
+import { startTelegram, type Telegram } from "../support/telegram.js"
+import { execFile } from "node:child_process"
+import { BIN, cleanEnv } from "../support/cli.js"
+import { killAllHosts, killHard, query, startHost, stopHost } from "./host-process.js"
+
+let tg: Telegram
+beforeAll(async () => {
+  tg = await startTelegram()
+})
+afterAll(async () => {
+  killAllHosts()
+  await tg.stop()
+})
+
+
+const writeConfig = (dir: string) =>
+  fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
+    `dataDir: ${dir}`,
+    "workspaces: [{ id: main, agentCore: scripted }]",
+    "routes: [{ connection: tg, place: '*', workspace: main }]",
+    `connections: { tg: { kind: telegram, tokenEnv: TG_BOT_TOKEN, apiRoot: '${tg.apiRoot}', pollTimeoutSeconds: 2, maxBackoffMs: 500 } }`,
+    "limits: { retryBaseMs: 10, runtimeReadyTimeoutMs: 20000 }"
+  ].join("\n") + "\n")
+
+/** The CLI, without blocking this process (the emulator answers from it). */
+const runCli = (args: ReadonlyArray<string>, options: { cwd: string; env: Record<string, string> }) =>
+  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { cwd: options.cwd, env: { ...cleanEnv(), ...options.env }, timeout: 60_000 }, (error, stdout, stderr) =>
+      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
+  })
+
+const start = (dir: string) => startHost(dir, { TG_BOT_TOKEN: tg.token })
+const repliesTo = (chatId: number, text: string) => tg.sent(chatId).filter((t) => t === `echo: ${text}`).length
+const awaitReply = (chatId: number, text: string) =>
+  Effect.runPromise(eventually(() => (repliesTo(chatId, text) > 0 ? true : undefined), { label: `the reply to '${text}'` }))
+
+describe("Telegram host process against the emulator", () => {
+  it("a direct message is answered through a sandboxed turn; status and the cursor show the connection", async () => {
+    const dir = tempDir()
+    writeConfig(dir)
+    const host = await start(dir)
+    try {
+      const ada = tg.user({ chatId: 7001 })
+      await ada.say("hello from telegram")
+      await awaitReply(ada.chatId, "hello from telegram")
+      const db = path.join(dir, "pynchy.db")
+      const cursor = query(db, "SELECT position FROM cursors WHERE connection = 'tg' AND stream = 'updates'")[0]
+      assert.isDefined(cursor)
+      await Effect.runPromise(eventually(() => (query(db, "SELECT status FROM turns").map((t) => t.status).join() === "completed" ? true : undefined), { label: "the turn completed" }))
+      // pynchy status: the runtime's readiness (live), its cursor and when its last event came.
+      const status = await Effect.runPromise(eventually(async () => {
+        const r = await runCli(["status"], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
+        return /^runtime +tg \(telegram\): ready/m.test(r.stdout) ? r.stdout : undefined
+      }, { label: "status showing the runtime ready" }))
+      assert.match(status, /^cursor +tg\/updates at \d+ \(last event \d{4}-/m)
+    } finally {
+      await stopHost(host)
+    }
+  })
+
+  it("pynchy doctor probes the connection with getMe, and names the missing token", async () => {
+    const dir = tempDir()
+    writeConfig(dir)
+    const env = { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") }
+    const good = await runCli(["doctor"], { cwd: dir, env: { ...env, TG_BOT_TOKEN: tg.token } })
+    assert.match(good.stdout, /^ok +telegram +tg: http:\/\/127\.0\.0\.1:\d+ answers as @TestNameBot$/m)
+    const missing = await runCli(["doctor"], { cwd: dir, env })
+    assert.match(missing.stdout, /^fail +telegram +connections\.tg\.tokenEnv: TG_BOT_TOKEN is not set/m)
+    assert.strictEqual(missing.code, 1)
+    assert.notInclude(good.stdout + good.stderr, tg.token)
+  })
+
+  it("killed with kill -9 mid-turn, each message gets exactly one visible reply (or an unknown delivery and a notice)", async () => {
+    const dir = tempDir()
+    writeConfig(dir)
+    const db = path.join(dir, "pynchy.db")
+    const bo = tg.user({ chatId: 7002 })
+    const texts: Array<string> = []
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const host = await start(dir)
+      const text = `slow one ${attempt}`
+      texts.push(text)
+      await bo.say(text)
+      await Effect.runPromise(eventually(() => (query(db, "SELECT COUNT(*) AS n FROM turns WHERE status = 'running'")[0]!.n === 1 ? true : undefined), { label: "a running turn" }))
+      await killHard(host)
+      const running = query(db, "SELECT COUNT(*) AS n FROM turns WHERE status = 'running'")[0]!.n
+      const sent = query(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status = 'sent' AND text = ?", `echo: ${text}`)[0]!.n
+      if (running === 1 && sent === 0) break
+    }
+    assert.strictEqual(query(db, "SELECT COUNT(*) AS n FROM turns WHERE status = 'running'")[0]!.n, 1, "no kill landed mid-turn")
+
+    const second = await start(dir)
+    try {
+      await bo.say("sentinel")
+      await awaitReply(bo.chatId, "sentinel")
+      await Effect.runPromise(eventually(() => (query(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending'")[0]!.n === 0 ? true : undefined), { label: "every delivery settled" }))
+      for (const t of [...texts, "sentinel"]) {
+        const unknown = query(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status = 'unknown' AND text = ?", `echo: ${t}`)[0]!.n
+        if (unknown === 1) {
+          assert.isAtMost(repliesTo(bo.chatId, t), 1, t)
+          assert.isTrue(tg.sent(bo.chatId).some((s) => s.includes("it may be missing here")), "the notice")
+        } else {
+          assert.strictEqual(repliesTo(bo.chatId, t), 1, t)
+        }
+      }
+      const receipts = query(db, "SELECT COUNT(*) AS n FROM receipts WHERE connection = 'tg'")[0]!.n
+      assert.strictEqual(receipts, texts.length + 1)
+    } finally {
+      await stopHost(second)
+    }
+  })
+
+  it("a host that was down catches up from its offset: more than one getUpdates page, every message answered once", async () => {
+    const dir = tempDir()
+    writeConfig(dir)
+    const db = path.join(dir, "pynchy.db")
+    const cy = tg.user({ chatId: 7003 })
+    let host = await start(dir)
+    await cy.say("first")
+    await awaitReply(cy.chatId, "first")
+    await stopHost(host)
+
+    // getUpdates returns at most 100 updates: the runtime reads the backlog over several polls.
+    const texts = Array.from({ length: 110 }, (_, i) => `offline ${i}`)
+    for (const t of texts) await cy.say(t)
+    host = await start(dir)
+    try {
+      await Effect.runPromise(eventually(() => (texts.every((t) => repliesTo(cy.chatId, t) >= 1) ? true : undefined), { label: "a reply to every message sent while the host was down" }))
+      for (const t of ["first", ...texts]) assert.strictEqual(repliesTo(cy.chatId, t), 1, t)
+      const unsettled = query(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status <> 'sent'")[0]!.n
+      assert.strictEqual(unsettled, 0)
+    } finally {
+      await stopHost(host)
+    }
+  })
+})

@@ -1,0 +1,216 @@
+/**
+ * The `telegram-test-api` emulator (a real Bot API server in this process), behind a small front
+ * that adds what the emulator leaves out and the runtime depends on, as the Bot API documents it:
+ *
+ * - getUpdates honours `offset` (an update is kept until a later call confirms it with a higher
+ *   offset; a negative offset keeps the newest ones) and long-polls up to `timeout` seconds; the
+ *   emulator alone hands an update out once and answers at once;
+ * - sendChatAction is answered and recorded (the emulator does not know it);
+ * - faults on demand: a 429 with `retry_after` for the next calls of a method, raw updates
+ *   (malformed, unknown types), and an outage (the front stops listening: connection refused).
+ *
+ * Everything else (getMe, sendMessage) is the emulator's. Users send through the emulator's
+ * client; what the bot sent is read from its store.
+ */
+import * as http from "node:http"
+import * as net from "node:net"
+import type { AddressInfo } from "node:net"
+import { TelegramServer } from "telegram-test-api/lib/telegramServer.js"
+
+export interface FakeUser {
+  readonly chatId: number
+  /** Sends a text as this user in this chat (a private chat unless made with `type: "group"`). */
+  readonly say: (text: string) => Promise<void>
+}
+
+export interface Telegram {
+  readonly apiRoot: string
+  readonly token: string
+  readonly server: TelegramServer
+  readonly user: (options: { readonly chatId: number; readonly userId?: number; readonly userName?: string; readonly type?: "private" | "group" }) => FakeUser
+  /** The texts the bot sent to a chat, oldest first, MarkdownV2 escapes removed. */
+  readonly sent: (chatId: number) => ReadonlyArray<string>
+  /** The raw texts and parse modes the bot sent to a chat. */
+  readonly sentRaw: (chatId: number) => ReadonlyArray<{ readonly text: string; readonly parseMode: string | undefined }>
+  readonly chatActions: (chatId: number) => ReadonlyArray<string>
+  /** After `skip` calls, the next `times` calls of `method` answer 429 with `retry_after` seconds. */
+  readonly floodNext: (method: string, times: number, retryAfterSeconds: number, skip?: number) => void
+  /** When each call of `method` arrived (performance.now()), and when each 429 was answered. */
+  readonly callTimes: (method: string) => ReadonlyArray<{ readonly at: number; readonly flooded: boolean }>
+  /** Queues a raw update (any shape) for the bot, with the next update id unless it has one. */
+  readonly inject: (update: Record<string, unknown>) => number
+  readonly calls: (method: string) => number
+  /** The front stops listening (the Bot API is unreachable) until `up`. */
+  readonly down: () => Promise<void>
+  readonly up: () => Promise<void>
+  readonly stop: () => Promise<void>
+}
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const s = net.createServer()
+    s.once("error", reject)
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as AddressInfo).port
+      s.close(() => resolve(port))
+    })
+  })
+
+const unescape = (s: string) => s.replace(/\\([\s\S])/g, "$1")
+
+export const startTelegram = async (token = "123456:TEST-token"): Promise<Telegram> => {
+  const emulatorPort = await freePort()
+  const server = new TelegramServer({ port: emulatorPort, host: "127.0.0.1", storeTimeout: 3600 })
+  await server.start()
+  const emulator = server.config.apiURL
+  let pending: Array<Record<string, unknown> & { update_id: number }> = []
+  const actions: Array<{ chatId: string; action: string }> = []
+  const floods = new Map<string, { times: number; retryAfter: number; skip: number }>()
+  const times = new Map<string, Array<{ at: number; flooded: boolean }>>()
+
+  const pull = () => {
+    for (const u of server.getUpdates(token) as Array<Record<string, unknown> & { update_id: number }>) pending.push(u)
+    pending.sort((a, b) => a.update_id - b.update_id)
+  }
+  const waitForUpdate = (ms: number, req: http.IncomingMessage) =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        server.off("AddedUserMessage", done)
+        server.off("injected", done)
+        req.off("close", done)
+        resolve()
+      }
+      const timer = setTimeout(done, ms)
+      server.on("AddedUserMessage", done)
+      server.on("injected", done)
+      req.on("close", done)
+    })
+
+  const answer = (res: http.ServerResponse, status: number, body: unknown) => {
+    res.writeHead(status, { "content-type": "application/json" })
+    res.end(JSON.stringify(body))
+  }
+
+  const getUpdates = async (params: Record<string, unknown>, req: http.IncomingMessage, res: http.ServerResponse) => {
+    const offset = Number(params["offset"] ?? 0)
+    const timeout = Number(params["timeout"] ?? 0)
+    const limit = Number(params["limit"] ?? 100)
+    pull()
+    if (offset < 0) pending = pending.slice(offset)
+    else if (offset > 0) pending = pending.filter((u) => u.update_id >= offset)
+    if (pending.length === 0 && timeout > 0) {
+      await waitForUpdate(timeout * 1000, req)
+      // Let the emulator finish storing the update that woke us.
+      await new Promise((r) => setImmediate(r))
+      pull()
+    }
+    answer(res, 200, { ok: true, result: pending.slice(0, limit) })
+  }
+
+  const forward = async (method: string, body: Buffer, req: http.IncomingMessage, res: http.ServerResponse) => {
+    const r = await fetch(`${emulator}/bot${token}/${method}`, {
+      method: req.method ?? "POST",
+      headers: { "content-type": req.headers["content-type"] ?? "application/json" },
+      ...(req.method === "GET" ? {} : { body })
+    })
+    res.writeHead(r.status, { "content-type": "application/json" })
+    res.end(Buffer.from(await r.arrayBuffer()))
+  }
+
+  const front = http.createServer((req, res) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => chunks.push(c))
+    req.on("end", () => {
+      const match = /^\/bot([^/]+)\/(\w+)/.exec(req.url ?? "")
+      if (match === null) return answer(res, 404, { ok: false, error_code: 404, description: "Not Found" })
+      const method = match[2]!
+      const calls = times.get(method) ?? []
+      times.set(method, calls)
+      const call = { at: performance.now(), flooded: false }
+      calls.push(call)
+      const body = Buffer.concat(chunks)
+      const params = body.length > 0 && (req.headers["content-type"] ?? "").includes("json") ? JSON.parse(body.toString("utf8")) as Record<string, unknown> : {}
+      if (match[1] !== token) return answer(res, 401, { ok: false, error_code: 401, description: "Unauthorized" })
+      const flood = floods.get(method)
+      if (flood !== undefined && flood.skip > 0) flood.skip -= 1
+      else if (flood !== undefined && flood.times > 0) {
+        flood.times -= 1
+        call.flooded = true
+        return answer(res, 429, { ok: false, error_code: 429, description: `Too Many Requests: retry after ${flood.retryAfter}`, parameters: { retry_after: flood.retryAfter } })
+      }
+      const work = method === "getUpdates"
+        ? getUpdates(params, req, res)
+        : method === "sendChatAction"
+        ? Promise.resolve().then(() => {
+          actions.push({ chatId: String(params["chat_id"]), action: String(params["action"]) })
+          answer(res, 200, { ok: true, result: true })
+        })
+        : forward(method, body, req, res)
+      work.catch((e: unknown) => answer(res, 500, { ok: false, error_code: 500, description: String(e) }))
+    })
+  })
+  const frontPort = await freePort()
+  const sockets = new Set<net.Socket>()
+  front.on("connection", (s) => {
+    sockets.add(s)
+    s.on("close", () => sockets.delete(s))
+  })
+  const listen = () => new Promise<void>((resolve, reject) => {
+    front.once("error", reject)
+    front.listen(frontPort, "127.0.0.1", () => {
+      front.off("error", reject)
+      resolve()
+    })
+  })
+  const close = () => new Promise<void>((resolve) => {
+    front.close(() => resolve())
+    for (const s of sockets) s.destroy()
+  })
+  await listen()
+
+  const botMessages = (chatId: number) =>
+    server.storage.botMessages.filter((m) => m.botToken === token && String((m.message as { chat_id?: unknown }).chat_id) === String(chatId))
+
+  return {
+    apiRoot: `http://127.0.0.1:${frontPort}`,
+    token,
+    server,
+    user: ({ chatId, type, userId, userName }) => {
+      const client = server.getClient(token, { chatId, userId: userId ?? chatId, userName: userName ?? `user${chatId}`, type: type ?? "private", chatTitle: `chat ${chatId}` })
+      return {
+        chatId,
+        say: async (text) => {
+          await client.sendMessage(client.makeMessage(text))
+        }
+      }
+    },
+    sent: (chatId) => botMessages(chatId).map((m) => {
+      const message = m.message as { text: string; parse_mode?: string }
+      return message.parse_mode === "MarkdownV2" ? unescape(message.text) : message.text
+    }),
+    sentRaw: (chatId) => botMessages(chatId).map((m) => {
+      const message = m.message as { text: string; parse_mode?: string }
+      return { text: message.text, parseMode: message.parse_mode }
+    }),
+    chatActions: (chatId) => actions.filter((a) => a.chatId === String(chatId)).map((a) => a.action),
+    floodNext: (method, n, retryAfterSeconds, skip = 0) => void floods.set(method, { times: n, retryAfter: retryAfterSeconds, skip }),
+    callTimes: (method) => times.get(method) ?? [],
+    inject: (update) => {
+      // The emulator's own counter (private in its types), so injected and real updates interleave in order.
+      const counter = server as unknown as { updateId: number }
+      const id = typeof update["update_id"] === "number" ? update["update_id"] : counter.updateId++
+      pending.push({ ...update, update_id: id })
+      pending.sort((a, b) => a.update_id - b.update_id)
+      server.emit("injected")
+      return id
+    },
+    calls: (method) => times.get(method)?.length ?? 0,
+    down: close,
+    up: listen,
+    stop: async () => {
+      await close()
+      await server.stop()
+    }
+  }
+}
