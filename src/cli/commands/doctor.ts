@@ -9,8 +9,9 @@ import { problemLine } from "../../domain/problems.js"
 import { type Deployment, resolveCatalog } from "../../gateway/catalog.js"
 import { probeProvider } from "../../gateway/probe.js"
 import { checkConfig } from "../../host/preflight.js"
-    checks.push(...optionalPluginChecks(Either.isRight(loaded) ? loaded.right.config.workspaces : []))
-    if (Either.isRight(loaded)) checks.push(...(yield* telegramChecks(loaded.right.config, loaded.right.dataDir)))
+import { telegramChecks } from "../../channels/telegram/doctor.js"
+import { installCommand, isInstalled, OPTIONAL_PLUGINS } from "../../plugins/first-party.js"
+import { hostPackageRoot } from "../../plugins/paths.js"
 import { type BwrapProbe, bwrapProbe, choicesOf, type SandboxChoices, UNISOLATED_WARNING } from "../../sandbox/select.js"
 
 type Verdict = "ok" | "warn" | "fail"
@@ -153,11 +154,8 @@ export const doctor = Command.make("doctor", {}, () =>
     }
     checks.push(yield* sandboxCheck(Either.isRight(loaded) ? loaded.right.config : { containerRuntime: "auto", workspaces: [] }))
     if (Either.isRight(loaded)) checks.push(...(yield* providerChecks(loaded.right)))
-<<<<<<< HEAD
     checks.push(...optionalPluginChecks(Either.isRight(loaded) ? loaded.right.config.workspaces : []))
-=======
     if (Either.isRight(loaded)) checks.push(...(yield* telegramChecks(loaded.right.config, loaded.right.dataDir)))
->>>>>>> h-tg
     checks.push(toolCheck("tmux", "not found: the local tmux runtime example cannot run", "apt-get install tmux"))
     for (const c of checks) {
       yield* Console.log(`${c.verdict.padEnd(4)}  ${c.name.padEnd(8)}  ${c.detail}${c.fix && c.verdict !== "ok" ? `  (fix: ${c.fix})` : ""}`)
