@@ -22,6 +22,7 @@ import { GatewayEvents } from "../src/events/gateway-bridge.js"
 import { Observers } from "../src/events/Observers.js"
 import { PluginObservers } from "../src/events/PluginObservers.js"
 import { Gateway, GatewaySettings } from "../src/gateway/Gateway.js"
+import { McpHost } from "../src/mcp/McpHost.js"
 import { GatewayKeys } from "../src/gateway/key-sync.js"
 import * as ControlSocket from "../src/host/ControlSocket.js"
 import { DeployRollback, type StartupRolledBack } from "../src/host/DeployRollback.js"
@@ -56,7 +57,7 @@ export interface StackParts<EC, EP, ED, EE, ES, EA> {
   /** Discovered and validated plugins (startup step 2). */
   readonly plugins: Layer.Layer<PluginRegistry, EP, HostConfig>
   readonly database: Layer.Layer<SqlClient.SqlClient | SqliteTransactions, ED, HostConfig>
-  readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig | PluginRegistry | Gateway | ConversationContext | HostActions | EventBus>
+  readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig | PluginRegistry | Gateway | ConversationContext | HostActions | McpHost | EventBus>
   /** Agent-session runtimes and attachments; attached conversations are delegated, not sandboxed. */
   readonly agentSessions: Layer.Layer<AgentSessions, EA, HostConfig | SqlClient.SqlClient>
   /** The connection runtimes, in start order (the plugin registry's, or a test's). */
@@ -94,7 +95,11 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   // Outbound deliveries and host actions come before the executor, which offers actions as tools.
   const outbox = logged("outbox", Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer)))
   // Approvals reads the replies Ingest (step "pipeline") commits, so it outlives Ingest at shutdown.
-  const actions = logged("host actions", Layer.provideMerge(HostActions.layer, Layer.provideMerge(Layer.merge(Approvals.layer, AgentTasks.layer), InboundCommitted.layer)))
+  // Host MCP servers start on first use and stop after everything that calls them.
+  const actions = logged(
+    "host actions",
+    Layer.provideMerge(HostActions.layer, Layer.provideMerge(Layer.mergeAll(Approvals.layer, AgentTasks.layer, McpHost.layer), InboundCommitted.layer))
+  )
   const support = Layer.mergeAll(delegating(parts.executor), parts.rollback, LiveStatus.layer, parts.runtimes)
   // 5. the queue accepts work; dispatch stays closed until step 9, so building it before step 4
   // (which needs the executor's liveness, provided with it) changes nothing the seed orders.

@@ -35,6 +35,8 @@ export class Workspace extends Schema.Class<Workspace>("Workspace")({
   memory: Schema.optionalWith(MemorySettings, { default: () => MemorySettings.make({}) }),
   /** The tools the runner offers inside the sandbox (default: all of them). */
   tools: Schema.optionalWith(Schema.Array(SandboxToolName), { default: () => [...SANDBOX_TOOLS] }),
+  /** The MCP tool servers (by name, from `mcpServers:` or plugins) whose tools the agent is offered. */
+  mcpServers: Schema.optionalWith(Schema.Array(Schema.NonEmptyString), { default: () => [] }),
   /** Periodic turns: schedule, timezone, scheduledPrompt, deliverTo, ... (docs/schedules.md). */
   ...WorkspaceScheduleFields
 }) {}
