@@ -56,16 +56,14 @@ describe("buildRegistry", () => {
       const faults = yield* faultsOf([{
         name: "ahead",
         speechSynthesizer: () => ({ name: "espeak", synthesize: noop }),
-        tunnel: () => ({ name: "tailscale", detect: noop }),
         workspaceSpec: () => ({ id: "daily", instructions: "summarise", schedule: "0 8 * * *" })
       }])
       assert.deepStrictEqual(faults.map((f) => [f.hook, f.code]), [
         ["speechSynthesizer", "hook_not_supported"],
-        ["tunnel", "hook_not_supported"],
         ["workspaceSpec", "hook_not_supported"]
       ])
       assert.include(faults[0]!.problem, "speech synthesizer 'espeak'")
-      assert.include(faults[2]!.problem, "workspace 'daily': nothing in this host uses workspaceSpec contributions yet")
+      assert.include(faults[1]!.problem, "workspace 'daily': nothing in this host uses workspaceSpec contributions yet")
       // A malformed one is still reported as malformed: what is wrong with it comes first.
       const [malformed] = yield* faultsOf([{ name: "p", tunnel: () => ({ name: "" , detect: noop }) }])
       assert.strictEqual(malformed?.code, "invalid_contribution")
@@ -191,7 +189,7 @@ describe("buildRegistry", () => {
         ["typo", "plugin", "invalid_plugin"],
         ["typo", "tunnel", "invalid_plugin"]
       ])
-      assert.include(faults[2]!.problem, "unknown key 'skillPath'")
+      assert.include(faults[1]!.problem, "unknown key 'skillPath'")
     }))
 
   it.effect("duplicate names: per category, across and within plugins; connection runtimes across all plugins", () =>
@@ -209,7 +207,7 @@ describe("buildRegistry", () => {
         ["c", "observer", "duplicate_name"]
       ])
       assert.include(faults[0]!.problem, "connection runtime name 'matrix' (also from plugin 'b')")
-      assert.include(faults[2]!.problem, "also from this plugin")
+      assert.include(faults[1]!.problem, "also from this plugin")
     }))
 
   it.effect("two plugins with one name are both reported", () =>
@@ -230,7 +228,7 @@ describe("buildRegistry", () => {
       assert.deepStrictEqual(faults.map((f) => f.code), ["invalid_contribution", "invalid_contribution", "invalid_contribution"])
       assert.include(faults[0]!.problem, "absolute")
       assert.include(faults[1]!.problem, "no readable SKILL.md")
-      assert.include(faults[2]!.problem, "not valid YAML")
+      assert.include(faults[1]!.problem, "not valid YAML")
     }))
 
   it.effect("the typed error lists every fault in its message", () =>

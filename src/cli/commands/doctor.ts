@@ -9,7 +9,7 @@ import { problemLine } from "../../domain/problems.js"
 import { type Deployment, resolveCatalog } from "../../gateway/catalog.js"
 import { probeProvider } from "../../gateway/probe.js"
 import { checkConfig } from "../../host/preflight.js"
-import { mcpChecks } from "./doctor-plugins.js"
+import { pluginChecks } from "./doctor-plugins.js"
 import { type BwrapProbe, bwrapProbe, choicesOf, type SandboxChoices, UNISOLATED_WARNING } from "../../sandbox/select.js"
 
 type Verdict = "ok" | "warn" | "fail"
@@ -138,7 +138,7 @@ export const doctor = Command.make("doctor", {}, () =>
       }
     }
     checks.push(yield* sandboxCheck(Either.isRight(loaded) ? loaded.right.config : { containerRuntime: "auto", workspaces: [] }))
-    if (Either.isRight(loaded)) checks.push(...(yield* providerChecks(loaded.right)), ...(yield* mcpChecks(loaded.right)))
+    if (Either.isRight(loaded)) checks.push(...(yield* providerChecks(loaded.right)), ...(yield* pluginChecks(loaded.right)))
     checks.push(toolCheck("tmux", "not found: the local tmux runtime example cannot run", "apt-get install tmux"))
     for (const c of checks) {
       yield* Console.log(`${c.verdict.padEnd(4)}  ${c.name.padEnd(8)}  ${c.detail}${c.fix && c.verdict !== "ok" ? `  (fix: ${c.fix})` : ""}`)
