@@ -189,7 +189,7 @@ describe("buildRegistry", () => {
         ["typo", "plugin", "invalid_plugin"],
         ["typo", "tunnel", "invalid_plugin"]
       ])
-      assert.include(faults[1]!.problem, "unknown key 'skillPath'")
+      assert.include(faults[2]!.problem, "unknown key 'skillPath'")
     }))
 
   it.effect("duplicate names: per category, across and within plugins; connection runtimes across all plugins", () =>
@@ -207,7 +207,7 @@ describe("buildRegistry", () => {
         ["c", "observer", "duplicate_name"]
       ])
       assert.include(faults[0]!.problem, "connection runtime name 'matrix' (also from plugin 'b')")
-      assert.include(faults[1]!.problem, "also from this plugin")
+      assert.include(faults[2]!.problem, "also from this plugin")
     }))
 
   it.effect("two plugins with one name are both reported", () =>
@@ -228,7 +228,7 @@ describe("buildRegistry", () => {
       assert.deepStrictEqual(faults.map((f) => f.code), ["invalid_contribution", "invalid_contribution", "invalid_contribution"])
       assert.include(faults[0]!.problem, "absolute")
       assert.include(faults[1]!.problem, "no readable SKILL.md")
-      assert.include(faults[1]!.problem, "not valid YAML")
+      assert.include(faults[2]!.problem, "not valid YAML")
     }))
 
   it.effect("the typed error lists every fault in its message", () =>
