@@ -43,6 +43,7 @@ import { TurnQueue } from "../src/pipeline/TurnQueue.js"
 import { TurnRunner } from "../src/pipeline/TurnRunner.js"
 import { Workspaces } from "../src/pipeline/Workspaces.js"
 import type { PluginRegistry } from "../src/plugins/PluginRegistry.js"
+import { layerJoinedConfig } from "../src/plugins/workspaces.js"
 import type { ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntimes.js"
 import type { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
 import { AgentTasks } from "../src/schedules/AgentTasks.js"
@@ -77,8 +78,8 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const telemetry = parts.telemetry ?? Telemetry.layerConfig
   // 1. config
   const config = logged("config", Layer.merge(parts.config, HostIdentity.layer))
-  // 2. plugins
-  const plugins = logged("plugins", parts.plugins)
+  // 2. plugins; from here on the config's workspaces include the plugins' (src/plugins/workspaces.ts)
+  const plugins = logged("plugins", Layer.provideMerge(layerJoinedConfig, parts.plugins))
   // 3. database, migrations, this run's record
   const database = logged("database", Layer.provideMerge(runRecordLayer, Layer.provideMerge(Stores.layer, parts.database)))
   // The event bus and its observers (the event log, plugins' observers) come before anything that

@@ -22,6 +22,8 @@ export class MemorySettings extends Schema.Class<MemorySettings>("MemorySettings
 /** An agent context. Declared in config or registered at runtime (durable). */
 export class Workspace extends Schema.Class<Workspace>("Workspace")({
   id: WorkspaceId,
+  /** false: not served (a plugin's workspace of this id is turned off too). */
+  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   instructions: Schema.optionalWith(Schema.String, { default: () => "" }),
   /** Folder relative to the data dir's `workspaces/`, or absolute; defaults to the id. */
   folder: Schema.optional(Schema.NonEmptyString),

@@ -11,6 +11,7 @@ import { Problem } from "../domain/errors.js"
 import { type GatewayConfigInvalid, resolveCatalog } from "../gateway/catalog.js"
 import { routeProblems } from "../plugins/connections.js"
 import type { PluginContributionsInvalid, PluginFault } from "../plugins/errors.js"
+import { joinWorkspaces, routeWorkspaceProblems } from "../plugins/workspaces.js"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
 
 /**
@@ -51,7 +52,13 @@ const plugins: PreflightCheck = {
     const problems = faults.map(faultProblem)
     // A connection whose settings its plugin refused is reported once, not again as unserved.
     const refused = new Set(problems.flatMap((p) => p.path.startsWith("connections.") ? [p.path.split(".")[1]] : []))
-    return [...problems, ...routeProblems(host.config, registry).filter((p) => !refused.has(host.config.routes[Number(p.path.split(".")[1])]?.connection))]
+    const joined = joinWorkspaces(host.config, registry.workspaces)
+    return [
+      ...problems,
+      ...routeProblems(host.config, registry).filter((p) => !refused.has(host.config.routes[Number(p.path.split(".")[1])]?.connection)),
+      ...joined.problems,
+      ...routeWorkspaceProblems(host.config, joined.workspaces)
+    ]
   })
 }
 

@@ -251,7 +251,7 @@ type Categories = { readonly [K in HookName]: Category<K> }
  * (`hook_not_supported`) rather than accepted and silently ignored; a hook leaves this set in the
  * change that gives it a consumer.
  */
-export const UNSUPPORTED_HOOKS: ReadonlySet<HookName> = new Set<HookName>(["speechSynthesizer", "workspaceSpec"])
+export const UNSUPPORTED_HOOKS: ReadonlySet<HookName> = new Set<HookName>(["speechSynthesizer"])
 
 export const CATEGORIES: Categories = {
   agentCore: { hook: "agentCore", noun: "agent core", trust: "medium", check: checkAgentCore },

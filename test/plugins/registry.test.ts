@@ -58,12 +58,9 @@ describe("buildRegistry", () => {
         speechSynthesizer: () => ({ name: "espeak", synthesize: noop }),
         workspaceSpec: () => ({ id: "daily", instructions: "summarise", schedule: "0 8 * * *" })
       }])
-      assert.deepStrictEqual(faults.map((f) => [f.hook, f.code]), [
-        ["speechSynthesizer", "hook_not_supported"],
-        ["workspaceSpec", "hook_not_supported"]
-      ])
-      assert.include(faults[0]!.problem, "speech synthesizer 'espeak'")
-      assert.include(faults[1]!.problem, "workspace 'daily': nothing in this host uses workspaceSpec contributions yet")
+      // workspaceSpec has a consumer now: only the speech synthesizer is refused.
+      assert.deepStrictEqual(faults.map((f) => [f.hook, f.code]), [["speechSynthesizer", "hook_not_supported"]])
+      assert.include(faults[0]!.problem, "speech synthesizer 'espeak': nothing in this host uses speechSynthesizer contributions yet")
       // A malformed one is still reported as malformed: what is wrong with it comes first.
       const [malformed] = yield* faultsOf([{ name: "p", tunnel: () => ({ name: "" , detect: noop }) }])
       assert.strictEqual(malformed?.code, "invalid_contribution")
