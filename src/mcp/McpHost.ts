@@ -172,8 +172,7 @@ export class McpHost extends Context.Tag("pynchy/McpHost")<McpHost, McpHost.Serv
         Effect.timeoutFail({
           duration: Duration.seconds(spec.timeoutSeconds),
           onTimeout: () => new McpFailed({ server: spec.name, code: "mcp_call_timeout", reason: `MCP server '${spec.name}' did not answer within ${spec.timeoutSeconds}s` })
-        })
-      ).pipe(
+        }),
         // A server that hung is stopped: the next use starts it afresh.
         Effect.tapError((f) => (f.code === "mcp_call_timeout" ? Effect.promise(() => c.close()).pipe(Effect.zipRight(Effect.sync(() => live.get(spec.name) === c && live.delete(spec.name)))) : Effect.void))
       )
