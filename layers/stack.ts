@@ -22,6 +22,7 @@ import { GatewayEvents } from "../src/events/gateway-bridge.js"
 import { Observers } from "../src/events/Observers.js"
 import { PluginObservers } from "../src/events/PluginObservers.js"
 import { Gateway, GatewaySettings } from "../src/gateway/Gateway.js"
+import { McpHost } from "../src/mcp/McpHost.js"
 import { GatewayKeys } from "../src/gateway/key-sync.js"
 import * as ControlSocket from "../src/host/ControlSocket.js"
 import { DeployRollback, type StartupRolledBack } from "../src/host/DeployRollback.js"
@@ -42,6 +43,7 @@ import { TurnQueue } from "../src/pipeline/TurnQueue.js"
 import { TurnRunner } from "../src/pipeline/TurnRunner.js"
 import { Workspaces } from "../src/pipeline/Workspaces.js"
 import type { PluginRegistry } from "../src/plugins/PluginRegistry.js"
+import { layerJoinedConfig } from "../src/plugins/workspaces.js"
 import type { ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntimes.js"
 import type { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
 import { AgentTasks } from "../src/schedules/AgentTasks.js"
@@ -56,7 +58,7 @@ export interface StackParts<EC, EP, ED, EE, ES, EA> {
   /** Discovered and validated plugins (startup step 2). */
   readonly plugins: Layer.Layer<PluginRegistry, EP, HostConfig>
   readonly database: Layer.Layer<SqlClient.SqlClient | SqliteTransactions, ED, HostConfig>
-  readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig | PluginRegistry | Gateway | ConversationContext | HostActions | EventBus>
+  readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig | PluginRegistry | Gateway | ConversationContext | HostActions | McpHost | EventBus>
   /** Agent-session runtimes and attachments; attached conversations are delegated, not sandboxed. */
   readonly agentSessions: Layer.Layer<AgentSessions, EA, HostConfig | SqlClient.SqlClient>
   /** The connection runtimes, in start order (the plugin registry's, or a test's). */
@@ -76,8 +78,8 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const telemetry = parts.telemetry ?? Telemetry.layerConfig
   // 1. config
   const config = logged("config", Layer.merge(parts.config, HostIdentity.layer))
-  // 2. plugins
-  const plugins = logged("plugins", parts.plugins)
+  // 2. plugins; from here on the config's workspaces include the plugins' (src/plugins/workspaces.ts)
+  const plugins = logged("plugins", Layer.provideMerge(layerJoinedConfig, parts.plugins))
   // 3. database, migrations, this run's record
   const database = logged("database", Layer.provideMerge(runRecordLayer, Layer.provideMerge(Stores.layer, parts.database)))
   // The event bus and its observers (the event log, plugins' observers) come before anything that
@@ -94,7 +96,11 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   // Outbound deliveries and host actions come before the executor, which offers actions as tools.
   const outbox = logged("outbox", Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer)))
   // Approvals reads the replies Ingest (step "pipeline") commits, so it outlives Ingest at shutdown.
-  const actions = logged("host actions", Layer.provideMerge(HostActions.layer, Layer.provideMerge(Layer.merge(Approvals.layer, AgentTasks.layer), InboundCommitted.layer)))
+  // Host MCP servers start on first use and stop after everything that calls them.
+  const actions = logged(
+    "host actions",
+    Layer.provideMerge(HostActions.layer, Layer.provideMerge(Layer.mergeAll(Approvals.layer, AgentTasks.layer, McpHost.layer), InboundCommitted.layer))
+  )
   const support = Layer.mergeAll(delegating(parts.executor), parts.rollback, LiveStatus.layer, parts.runtimes)
   // 5. the queue accepts work; dispatch stays closed until step 9, so building it before step 4
   // (which needs the executor's liveness, provided with it) changes nothing the seed orders.

@@ -14,6 +14,7 @@ import { makeStack, type StackParts } from "./stack.js"
 import type { AgentExecutor, ExecutorLiveness } from "../src/pipeline/AgentExecutor.js"
 import type { ConversationContext } from "../src/pipeline/ConversationContext.js"
 import type { HostActions } from "../src/actions/HostActions.js"
+import type { McpHost } from "../src/mcp/McpHost.js"
 import type { Gateway } from "../src/gateway/Gateway.js"
 import type { EventBus } from "../src/events/EventBus.js"
 import { tmpdir } from "node:os"
@@ -32,7 +33,7 @@ export interface TestHostOptions {
   /** Replaces the event bus and its observers (see StackParts). */
   readonly events?: StackParts<never, never, never, never, never, never>["events"]
   /** Replaces the scripted executor. */
-  readonly executor?: Layer.Layer<AgentExecutor | ExecutorLiveness, never, ConversationContext | Gateway | HostActions | EventBus>
+  readonly executor?: Layer.Layer<AgentExecutor | ExecutorLiveness, never, ConversationContext | Gateway | HostActions | McpHost | EventBus>
 }
 
 export const makeTestHost = (config: PynchyConfig, options: TestHostOptions = {}) =>

@@ -3,6 +3,8 @@
 // dist/runner.mjs, the in-sandbox agent runner (self-contained: no node_modules inside the sandbox).
 import { build } from "esbuild"
 
+const RUNNER_BANNER = { js: "import { createRequire as __pynchyRequire } from 'node:module'; const require = __pynchyRequire(import.meta.url);" }
+
 const common = { outdir: "dist", outExtension: { ".js": ".mjs" }, bundle: true, platform: "node", target: "node20", format: "esm", logLevel: "warning" }
 
 await Promise.all([
@@ -15,5 +17,6 @@ await Promise.all([
     // ESM output still meets CommonJS dependencies that call require().
     banner: { js: "import { createRequire as __pynchyRequire } from 'node:module'; const require = __pynchyRequire(import.meta.url);" }
   }),
-  build({ ...common, entryPoints: { runner: "src/agent/runner.ts" }, minify: true, legalComments: "none" })
+  // The MCP SDK's stdio client reaches CommonJS (cross-spawn) that calls require(): the same banner.
+  build({ ...common, entryPoints: { runner: "src/agent/runner.ts" }, minify: true, legalComments: "none", banner: RUNNER_BANNER })
 ])

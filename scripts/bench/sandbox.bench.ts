@@ -88,7 +88,7 @@ const startOverhead = async (): Promise<Array<Row>> => {
 const wholeTurn = async (): Promise<Array<Row>> => {
   const dir = tempDir()
   const runnerPath = path.join(dir, "runner.mjs")
-  await build({ entryPoints: ["src/agent/runner.ts"], outfile: runnerPath, bundle: true, minify: true, platform: "node", target: "node20", format: "esm", logLevel: "warning" })
+  await build({ entryPoints: ["src/agent/runner.ts"], outfile: runnerPath, bundle: true, minify: true, platform: "node", target: "node20", format: "esm", logLevel: "warning", banner: { js: "import { createRequire as __pynchyRequire } from 'node:module'; const require = __pynchyRequire(import.meta.url);" } })
   const config = Either.getOrThrow(decodeConfig({
     dataDir: dir,
     containerRuntime: "bwrap",

@@ -8,8 +8,10 @@
  */
 import { Clock, Context, Duration, Effect, Either, Layer, Option, Schema } from "effect"
 import { ConversationId, TurnId } from "../domain/ids.js"
+import { McpFailureCode } from "../domain/mcp.js"
 import type { Workspace } from "../domain/workspace.js"
-import type { ActionSpec, ServiceHandler } from "../plugins/contract.js"
+import { McpHost, type McpToolTarget } from "../mcp/McpHost.js"
+import type { ActionSpec, RiskTier, ServiceHandler } from "../plugins/contract.js"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
 import { toolNameOf, type ToolSpec } from "../protocol/ipc.js"
 import { AgentTasks } from "../schedules/AgentTasks.js"
@@ -23,7 +25,8 @@ export const RefusalCode = Schema.Literal(
   "approval_required",
   "rate_limited",
   "action_timeout",
-  "action_failed"
+  "action_failed",
+  ...McpFailureCode.literals
 )
 export type RefusalCode = typeof RefusalCode.Type
 
@@ -53,12 +56,14 @@ export declare namespace HostActions {
     readonly approvalTimeout?: Duration.DurationInput
     /** The host's own handlers (the agent tasks), offered to the workspaces `offered` accepts without listing them in `actions`. */
     readonly offered?: ReadonlyArray<{ readonly handler: ServiceHandler; readonly offered: (workspace: Workspace) => boolean }>
+    /** The host MCP servers, whose tools pass the same policy (default: none). */
+    readonly mcp?: McpHost.Service
   }
 
   export interface Service {
     /** The tools a workspace's agent is offered (its enabled actions that have a handler). */
     readonly toolsFor: (workspace: Workspace) => ReadonlyArray<ToolSpec>
-    /** Runs a tool call by tool name (or action id) under policy; the output is JSON-safe. */
+    /** Runs a tool call by tool name (or action id), or a host MCP server's tool, under policy; the output is JSON-safe. */
     readonly call: (workspace: Workspace, tool: string, input: unknown, context: ActionCallContext) => Effect.Effect<unknown, ActionRefused>
   }
 }
@@ -113,6 +118,7 @@ export const buildHostActions = (
     const timeout = Duration.decode(options.timeout ?? Duration.seconds(30))
     const approvalTimeout = Duration.decode(options.approvalTimeout ?? Duration.seconds(120))
     const windows = new Map<string, Array<number>>()
+    const mcp = options.mcp ?? McpHost.none
 
     const toolsFor = (workspace: Workspace): ReadonlyArray<ToolSpec> =>
       [...workspace.actions, ...hostHandlers.filter((o) => o.offered(workspace) && !workspace.actions.includes(o.handler.name)).map((o) => o.handler.name)].flatMap((id) => {
@@ -131,11 +137,53 @@ export const buildHostActions = (
       return true
     }
 
+    /** Policy once a call is valid: a per-workspace rate limit, then a human's approval for `high` risk. */
+    const admitted = Effect.fnUntraced(function* (
+      workspace: Workspace,
+      action: string,
+      risk: RiskTier,
+      input: unknown,
+      context: ActionCallContext,
+      refuse: (code: RefusalCode, reason: string) => ActionRefused
+    ) {
+      // Rate first: a call that would be refused anyway does not bother a human.
+      if (!admit(workspace.id, yield* Clock.currentTimeMillis)) return yield* refuse("rate_limited", `more than ${rate} calls per minute`)
+      if (risk !== "high") return
+      const conversationId = decodeConversation(context.conversationId)
+      const cannotAsk = "high-risk actions need human approval, which this host cannot ask for"
+      if (Option.isNone(conversationId)) return yield* refuse("approval_required", cannotAsk)
+      const verdict = yield* approvals.request({
+        conversationId: conversationId.value,
+        turnId: Option.getOrNull(decodeTurn(context.turnId)),
+        action,
+        input,
+        risk,
+        deadline: approvalTimeout
+      })
+      if (verdict === "unavailable") return yield* refuse("approval_required", cannotAsk)
+      if (verdict === "denied") return yield* refuse("approval_required", "not approved")
+      if (verdict !== "approved") return yield* refuse("approval_required", "approval timed out")
+    })
+
+    /** A host MCP server's tool: policy at the server's risk tier, then the call under its deadline. */
+    const callMcp = Effect.fnUntraced(function* (workspace: Workspace, target: McpToolTarget, input: unknown, context: ActionCallContext) {
+      const action = `${target.spec.name}.${target.tool}`
+      const refuse = (code: RefusalCode, reason: string) => new ActionRefused({ action, code, reason })
+      yield* admitted(workspace, action, target.spec.risk, input, context, refuse)
+      const output = yield* mcp.call(target, input).pipe(Effect.mapError((f) => refuse(f.code, f.reason)))
+      yield* Effect.logInfo("MCP tool ran").pipe(Effect.annotateLogs({ action, workspace: workspace.id, turn: context.turnId }))
+      return output
+    })
+
     const call = Effect.fn("HostActions.call")(function* (workspace: Workspace, tool: string, input: unknown, context: ActionCallContext) {
       const handler = byTool.get(tool) ?? byId.get(tool)
       const action = handler?.name ?? tool.slice(0, 200)
       const refuse = (code: RefusalCode, reason: string) => new ActionRefused({ action, code, reason })
-      if (handler === undefined) return yield* refuse("unknown_action", "no such host action")
+      if (handler === undefined) {
+        const target = mcp.route(workspace, tool)
+        if (Option.isSome(target)) return yield* callMcp(workspace, target.value, input, context)
+        return yield* refuse("unknown_action", "no such host action")
+      }
       if (!enabled(workspace, handler.name)) return yield* refuse("not_enabled", `not enabled for workspace '${workspace.id}'`)
       // Every handler has a check: the map was built from the same list, or startup failed.
       const problems = checks.get(handler.name)!(input)
@@ -145,24 +193,7 @@ export const buildHostActions = (
         if (v === undefined || v === null || v === "") problems.push(`input.${field}: evidence required`)
       }
       if (problems.length > 0) return yield* refuse("invalid_input", problems.slice(0, 10).join("; "))
-      // Rate first: a call that would be refused anyway does not bother a human.
-      if (!admit(workspace.id, yield* Clock.currentTimeMillis)) return yield* refuse("rate_limited", `more than ${rate} calls per minute`)
-      if (handler.risk === "high") {
-        const conversationId = decodeConversation(context.conversationId)
-        const cannotAsk = "high-risk actions need human approval, which this host cannot ask for"
-        if (Option.isNone(conversationId)) return yield* refuse("approval_required", cannotAsk)
-        const verdict = yield* approvals.request({
-          conversationId: conversationId.value,
-          turnId: Option.getOrNull(decodeTurn(context.turnId)),
-          action: handler.name,
-          input,
-          risk: handler.risk,
-          deadline: approvalTimeout
-        })
-        if (verdict === "unavailable") return yield* refuse("approval_required", cannotAsk)
-        if (verdict === "denied") return yield* refuse("approval_required", "not approved")
-        if (verdict !== "approved") return yield* refuse("approval_required", "approval timed out")
-      }
+      yield* admitted(workspace, handler.name, handler.risk, input, context, refuse)
       const output = yield* invoke(handler, input, context, () => refuse("action_failed", "the handler failed")).pipe(
         Effect.timeoutFail({ duration: timeout, onTimeout: () => refuse("action_timeout", `no answer within ${Duration.format(timeout)}`) }),
         Effect.catchAllDefect(() => Effect.fail(refuse("action_failed", "the handler crashed")))
@@ -189,7 +220,8 @@ export class HostActions extends Context.Tag("pynchy/HostActions")<HostActions, 
     Effect.gen(function* () {
       const registry = yield* PluginRegistry
       const tasks = yield* AgentTasks
-      return yield* buildHostActions(registry.serviceHandlers, registry.actionSpecs.map((c) => c.value), { offered: tasks.handlers, ...options })
+      const mcp = yield* McpHost
+      return yield* buildHostActions(registry.serviceHandlers, registry.actionSpecs.map((c) => c.value), { offered: tasks.handlers, mcp, ...options })
     })
 
   static readonly layer = Layer.effect(HostActions, HostActions.make())

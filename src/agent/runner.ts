@@ -15,6 +15,7 @@ import { builtinCoreRun } from "./cores/index.js"
 import { CoreFailed, type CoreRun, type OfferedTool, type ToolOutcome } from "./cores/types.js"
 import { makeGatewayClient } from "./gateway-client.js"
 import { connectIpc, type IpcClient } from "./ipc-client.js"
+import { startTurnMcp, unavailableSection } from "./mcp.js"
 import { takeSecretEnv } from "./scrub.js"
 import { sandboxTools } from "./tools/index.js"
 import { capped } from "./tools/output.js"
@@ -90,18 +91,22 @@ const main = async () => {
   if (!token.scrubbed) transcript({ kind: "note", note: "the turn token could not be blanked in /proc/self/environ" })
   const gatewaySocket = env.PYNCHY_GATEWAY_SOCKET ?? ""
   const send = (m: RunnerMessage) => ipc.send(m)
-  // Sandbox tools first; a host action with a sandbox tool's name is not offered (one name, one tool).
+  // Sandbox tools first, then the sandbox MCP servers' tools; a later tool with a taken name is not offered (one name, one tool).
   const local = new Map(sandboxTools(turn.right.sandboxTools).map((t) => [t.name as string, t]))
-  const tools: Array<OfferedTool> = [
-    ...[...local.values()].map(({ description, inputSchema, name }) => ({ name, description, inputSchema })),
-    ...turn.right.tools.filter((t) => !local.has(t.name))
-  ]
+  const mcp = await startTurnMcp(turn.right.mcpServers ?? [], turn.right.unavailableServers ?? [], workspaceDir)
+  const tools: Array<OfferedTool> = []
+  const seen = new Set<string>()
+  for (const t of [...local.values(), ...mcp.tools, ...turn.right.tools]) {
+    if (seen.has(t.name)) continue
+    seen.add(t.name)
+    tools.push({ name: t.name, description: t.description, inputSchema: t.inputSchema })
+  }
   const callTool = async (tool: string, input: unknown): Promise<ToolOutcome> => {
     transcript({ kind: "tool_call", tool, input })
     const sandboxTool = local.get(tool)
     const outcome: ToolOutcome = sandboxTool !== undefined
       ? await sandboxTool.run(input).catch(() => ({ ok: false, output: "the tool failed unexpectedly" }))
-      : await ipc.callTool(tool, input)
+      : await (mcp.call(tool, input) ?? ipc.callTool(tool, input))
     const shown = typeof outcome.output === "string" ? outcome.output : JSON.stringify(outcome.output) ?? "null"
     transcript({ kind: "tool_result", tool, ok: outcome.ok, output: capped(shown, "see the tool's answer in the conversation", 4_000) })
     return outcome
@@ -109,7 +114,7 @@ const main = async () => {
   try {
     await core({
       turn: turn.right,
-      system: systemPrompt(turn.right, { skillsDir, workspaceDir }),
+      system: [systemPrompt(turn.right, { skillsDir, workspaceDir }), unavailableSection(mcp.unavailable)].filter((p) => p !== "").join("\n\n"),
       tools,
       gateway: gatewaySocket !== "" && token.value !== "" ? makeGatewayClient(gatewaySocket, token.value) : null,
       homeDir: env.PYNCHY_HOME_DIR !== undefined && env.PYNCHY_HOME_DIR !== "" ? env.PYNCHY_HOME_DIR : null,
@@ -127,6 +132,7 @@ const main = async () => {
     else if (isCodedError(e)) fail(ipc, e.code, e.message.slice(0, 300), e.retryable === true)
     else fail(ipc, "core_crashed", "the agent core threw", true)
   }
+  await mcp.close()
   await ipc.close()
 }
 

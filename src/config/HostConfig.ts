@@ -31,7 +31,7 @@ export declare namespace HostConfig {
   }
 }
 
-/** Cross-field rules Schema cannot see: unique ids, routes naming known workspaces. */
+/** Cross-field rules Schema cannot see: unique ids (routes name workspaces plugins may bring: src/plugins/workspaces.ts checks them). */
 const semanticProblems = (config: PynchyConfig): Array<Problem> => {
   const problems: Array<Problem> = []
   const ids = new Set<string>()
@@ -41,9 +41,6 @@ const semanticProblems = (config: PynchyConfig): Array<Problem> => {
   })
   const places = new Set<string>()
   config.routes.forEach((r, i) => {
-    if (!ids.has(r.workspace)) {
-      problems.push(Problem.make({ path: `routes.${i}.workspace`, reason: `unknown workspace '${r.workspace}' (declared: ${[...ids].join(", ") || "none"})` }))
-    }
     const key = `${r.connection}\u0000${r.place}`
     if (places.has(key)) problems.push(Problem.make({ path: `routes.${i}`, reason: `duplicate route for connection '${r.connection}' place '${r.place}'` }))
     places.add(key)

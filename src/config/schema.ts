@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { ConnectionName, WorkspaceId } from "../domain/ids.js"
+import { McpServerSpec } from "../domain/mcp.js"
 import { Route, Workspace } from "../domain/workspace.js"
 import { GatewayConfig } from "./gateway.js"
 import { UI_CONNECTION, UiConfig } from "./ui.js"
@@ -82,6 +83,8 @@ export class PynchyConfig extends Schema.Class<PynchyConfig>("PynchyConfig")({
   routes: Schema.optionalWith(Schema.Array(Route), { default: defaultRoutes }),
   connections: Schema.optionalWith(Schema.Record({ key: ConnectionName, value: ConnectionConfig }), { default: () => ({}) }),
   providers: Schema.optionalWith(Schema.Array(ProviderConfig), { default: () => [] }),
+  /** MCP tool servers workspaces may list (docs/plugins/hooks.md, `mcpServerSpec`). */
+  mcpServers: Schema.optionalWith(Schema.Array(McpServerSpec), { default: () => [] }),
   plugins: Schema.optionalWith(PluginsConfig, { default: () => PluginsConfig.make({}) }),
   /** `auto` picks bwrap where installed, else process. */
   containerRuntime: Schema.optionalWith(ContainerRuntimeChoice, { default: () => "auto" }),

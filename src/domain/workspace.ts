@@ -33,6 +33,8 @@ export class ClaudeCodeSettings extends Schema.Class<ClaudeCodeSettings>("Claude
 /** An agent context. Declared in config or registered at runtime (durable). */
 export class Workspace extends Schema.Class<Workspace>("Workspace")({
   id: WorkspaceId,
+  /** false: not served (a plugin's workspace of this id is turned off too). */
+  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   instructions: Schema.optionalWith(Schema.String, { default: () => "" }),
   /** Folder relative to the data dir's `workspaces/`, or absolute; defaults to the id. */
   folder: Schema.optional(Schema.NonEmptyString),
@@ -48,6 +50,8 @@ export class Workspace extends Schema.Class<Workspace>("Workspace")({
   memory: Schema.optionalWith(MemorySettings, { default: () => MemorySettings.make({}) }),
   /** The tools the runner offers inside the sandbox (default: all of them). */
   tools: Schema.optionalWith(Schema.Array(SandboxToolName), { default: () => [...SANDBOX_TOOLS] }),
+  /** The MCP tool servers (by name, from `mcpServers:` or plugins) whose tools the agent is offered. */
+  mcpServers: Schema.optionalWith(Schema.Array(Schema.NonEmptyString), { default: () => [] }),
   /** Periodic turns: schedule, timezone, scheduledPrompt, deliverTo, ... (docs/schedules.md). */
   ...WorkspaceScheduleFields
 }) {}

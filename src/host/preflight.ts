@@ -11,6 +11,8 @@ import { Problem } from "../domain/errors.js"
 import { type GatewayConfigInvalid, resolveCatalog } from "../gateway/catalog.js"
 import { routeProblems } from "../plugins/connections.js"
 import type { PluginContributionsInvalid, PluginFault } from "../plugins/errors.js"
+import { declaredServers } from "../mcp/McpHost.js"
+import { joinWorkspaces, routeWorkspaceProblems } from "../plugins/workspaces.js"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
 
 /**
@@ -30,6 +32,8 @@ export const startProblems = (error: unknown): ReadonlyArray<Problem> => {
   if (e === null || typeof e !== "object") return []
   if ((e._tag === "ConfigInvalid" || e._tag === "GatewayConfigInvalid") && "problems" in e) return e.problems ?? []
   if (e._tag === "PluginContributionsInvalid" && "faults" in e) return (e.faults ?? []).map(faultProblem)
+  const mcp = error as { readonly _tag?: unknown; readonly problems?: unknown }
+  if (mcp._tag === "McpServersInvalid" && Array.isArray(mcp.problems)) return mcp.problems.map((reason: string) => Problem.make({ path: "mcpServers", reason }))
   const ui = error as { readonly _tag?: unknown; readonly at?: unknown; readonly reason?: unknown }
   if (ui._tag === "ControlUiStartFailed" && typeof ui.at === "string" && typeof ui.reason === "string") return [Problem.make({ path: ui.at, reason: ui.reason })]
   return []
@@ -51,7 +55,15 @@ const plugins: PreflightCheck = {
     const problems = faults.map(faultProblem)
     // A connection whose settings its plugin refused is reported once, not again as unserved.
     const refused = new Set(problems.flatMap((p) => p.path.startsWith("connections.") ? [p.path.split(".")[1]] : []))
-    return [...problems, ...routeProblems(host.config, registry).filter((p) => !refused.has(host.config.routes[Number(p.path.split(".")[1])]?.connection))]
+    const joined = joinWorkspaces(host.config, registry.workspaces)
+    const servers = yield* Effect.either(declaredServers(host.config.mcpServers, registry.mcpServers, joined.workspaces))
+    return [
+      ...(Either.isLeft(servers) ? servers.left.problems.map((reason) => Problem.make({ path: "mcpServers", reason })) : []),
+      ...problems,
+      ...routeProblems(host.config, registry).filter((p) => !refused.has(host.config.routes[Number(p.path.split(".")[1])]?.connection)),
+      ...joined.problems,
+      ...routeWorkspaceProblems(host.config, joined.workspaces)
+    ]
   })
 }
 

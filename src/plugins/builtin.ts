@@ -18,5 +18,6 @@ export const BUILTINS: ReadonlyArray<BuiltinPlugin> = [
   { name: "agent-cores", load: () => import("./builtin/agent-cores.js").then((m) => m.default) },
   { name: "http", load: () => import("../channels/http/plugin.js").then((m) => m.default) },
   { name: "telegram", requires: "grammy", load: () => import("../channels/telegram/plugin.js").then((m) => m.default) },
+  { name: "tunnels", load: () => import("./builtin/tunnels.js").then((m) => m.default) },
   { name: "slack", requires: "@slack/bolt", load: () => import("./builtin/slack.js").then((m) => m.default) }
 ]

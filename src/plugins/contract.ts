@@ -94,20 +94,21 @@ export interface Observer {
   onEvent(event: any): unknown
 }
 
-/** An on-demand tool server: a command (with args) or a script, with optional extra env. */
-export type McpServerSpec =
-  | {
-    readonly name: string
-    readonly command: string
-    readonly args?: ReadonlyArray<string>
-    readonly env?: Readonly<Record<string, string>>
-  }
-  | {
-    readonly name: string
-    readonly script: string
-    readonly args?: ReadonlyArray<string>
-    readonly env?: Readonly<Record<string, string>>
-  }
+/**
+ * An MCP tool server (docs/plugins/hooks.md): `where: "sandbox"` starts it inside each turn's
+ * sandbox, `where: "host"` once on the host with its calls under host policy. `env` names host
+ * environment variables passed to it; `tools` is an allowlist of its tools.
+ */
+export interface McpServerSpec {
+  readonly name: string
+  readonly command: string
+  readonly args?: ReadonlyArray<string>
+  readonly env?: ReadonlyArray<string>
+  readonly where: "sandbox" | "host"
+  readonly tools?: ReadonlyArray<string>
+  readonly risk?: RiskTier
+  readonly timeoutSeconds?: number
+}
 
 /** A managed workspace definition: the fields of a `workspaces:` entry of pynchy.yaml (id required). */
 export interface WorkspaceSpec {

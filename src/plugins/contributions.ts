@@ -9,6 +9,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { parse as parseYaml } from "yaml"
 import { builtinCoreInfo } from "../protocol/agent-cores.js"
+import { McpServerSpec } from "../domain/mcp.js"
 import { Workspace } from "../domain/workspace.js"
 import type { Channel } from "../pipeline/channel-contract.js"
 import type { ConnectionRuntime } from "../runtimes/connection-runtime-contract.js"
@@ -18,7 +19,6 @@ import type {
   AgentCore,
   ContainerRuntime,
   HookName,
-  McpServerSpec,
   Observer,
   ServiceHandler,
   SpeechSynthesizer,
@@ -132,15 +132,6 @@ export const SpeechSynthesizerSchema = Schema.Struct({ name: Name, synthesize: F
 export const ContainerRuntimeSchema = Schema.Struct({ name: Name, start: Fn, kill: Fn, isAlive: Fn })
 export const TunnelSchema = Schema.Struct({ name: Name, detect: Fn })
 export const ObserverSchema = Schema.Struct({ name: Name, onEvent: Fn })
-
-const McpCommon = {
-  name: Name,
-  args: Schema.optionalWith(Strings, { exact: true }),
-  env: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { exact: true })
-}
-export const McpCommandServerSchema = Schema.Struct({ ...McpCommon, command: Schema.NonEmptyTrimmedString })
-export const McpScriptServerSchema = Schema.Struct({ ...McpCommon, script: Schema.NonEmptyTrimmedString })
-export const McpServerSpecSchema = Schema.Union(McpCommandServerSchema, McpScriptServerSchema)
 
 /** A workspace spec is a `workspaces:` entry of pynchy.yaml: same schema, unknown fields refused. */
 export const WorkspaceSpecSchema = Workspace
@@ -258,17 +249,6 @@ const checkSkill = (input: unknown): Checked<SkillFolder> =>
     return skillFolderFrom(folder, text)
   })
 
-// The branch is picked by its key, so a bad command server is not also told it lacks `script`.
-const checkMcpServer = (input: unknown): Checked<McpServerSpec> => {
-  const has = (key: string) => input !== null && typeof input === "object" && key in input
-  const decoded: Either.Either<McpServerSpec, Array<string>> = has("command")
-    ? decodeWith(McpCommandServerSchema, input, "error")
-    : has("script")
-    ? decodeWith(McpScriptServerSchema, input, "error")
-    : Either.left([...Either.match(decodeWith(Schema.Struct({ name: Name }), input, "ignore"), { onLeft: (p) => p, onRight: () => [] }), "needs either 'command' (with optional 'args') or 'script'"])
-  return Either.map(decoded, (value) => ({ name: value.name, value }))
-}
-
 /** The trust level of a hook, from the seed's security table. */
 export type Trust = "highest" | "high" | "medium"
 
@@ -287,7 +267,7 @@ type Categories = { readonly [K in HookName]: Category<K> }
  * (`hook_not_supported`) rather than accepted and silently ignored; a hook leaves this set in the
  * change that gives it a consumer.
  */
-export const UNSUPPORTED_HOOKS: ReadonlySet<HookName> = new Set<HookName>(["speechSynthesizer", "tunnel", "mcpServerSpec", "workspaceSpec"])
+export const UNSUPPORTED_HOOKS: ReadonlySet<HookName> = new Set<HookName>(["speechSynthesizer"])
 
 export const CATEGORIES: Categories = {
   agentCore: { hook: "agentCore", noun: "agent core", trust: "medium", check: checkAgentCore },
@@ -314,7 +294,7 @@ export const CATEGORIES: Categories = {
     hook: "mcpServerSpec",
     noun: "MCP server",
     trust: "medium",
-    check: checkMcpServer
+    check: (input) => Either.map(decodeWith(McpServerSpec, input, "error"), (value) => ({ name: value.name, value }))
   },
   workspaceSpec: {
     hook: "workspaceSpec",

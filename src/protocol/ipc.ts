@@ -42,6 +42,22 @@ export const HistoryEntry = Schema.Struct({
 })
 export type HistoryEntry = typeof HistoryEntry.Type
 
+/** An MCP server the runner starts inside the sandbox, over stdio (its env values resolved by the host). */
+export const McpLaunchSpec = Schema.Struct({
+  name: Schema.NonEmptyString,
+  command: Schema.NonEmptyString,
+  args: Schema.Array(Schema.String),
+  env: Schema.Record({ key: Schema.String, value: Schema.String }),
+  /** The allowlist of the server's tools; all when absent. */
+  tools: Schema.optional(Schema.Array(Schema.String)),
+  timeoutSeconds: Schema.Int.pipe(Schema.between(1, 600))
+})
+export type McpLaunchSpec = typeof McpLaunchSpec.Type
+
+/** A tool server the workspace lists that offers nothing this turn, and why (told to the model). */
+export const UnavailableServer = Schema.Struct({ server: Schema.String, code: Schema.String, reason: Schema.String })
+export type UnavailableServer = typeof UnavailableServer.Type
+
 /** The turn file: everything the runner needs except secrets (the token comes in the env). */
 export const TurnSpec = Schema.Struct({
   version: Schema.Literal(2),
@@ -59,6 +75,10 @@ export const TurnSpec = Schema.Struct({
   tools: Schema.Array(ToolSpec),
   /** Tools the runner runs itself inside the sandbox. */
   sandboxTools: Schema.Array(SandboxToolName),
+  /** MCP servers the runner starts in the sandbox; their tools are offered as `<server>__<tool>`. */
+  mcpServers: Schema.optional(Schema.Array(McpLaunchSpec)),
+  /** The workspace's host MCP servers that offer no tools this turn (their tools are in `tools` otherwise). */
+  unavailableServers: Schema.optional(Schema.Array(UnavailableServer)),
   /** The agent core to run. */
   core: Schema.NonEmptyString,
   /** The public model name to ask the gateway for; null when no provider is configured. */

@@ -22,6 +22,7 @@ import { ClaudeCodeSettings, type Workspace } from "../domain/workspace.js"
 import { EventBus } from "../events/EventBus.js"
 import { Gateway } from "../gateway/Gateway.js"
 import { AgentExecutor, ExecutorLiveness, TurnFailed, type TurnInput } from "../pipeline/AgentExecutor.js"
+import { McpHost } from "../mcp/McpHost.js"
 import { ConversationContext } from "../pipeline/ConversationContext.js"
 import { hostPackageRoot } from "../plugins/paths.js"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
@@ -79,6 +80,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
     const memory = yield* ConversationContext
     const gateway = yield* Gateway
     const actions = yield* HostActions
+    const mcp = yield* McpHost
     const bus = yield* EventBus
     const runtimes = options.runtimes ?? registry.containerRuntimes.map((c) => c.value as SandboxRuntime)
     const runnerPath = options.runnerPath ?? path.join(hostPackageRoot(), "dist", "runner.mjs")
@@ -149,6 +151,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       if (homeDir !== undefined) yield* Effect.sync(() => fs.mkdirSync(homeDir, { recursive: true, mode: 0o700 }))
       // This span's context goes to the runner and, with the token, to the gateway's upstream calls.
       const traceparent = yield* currentTraceparent
+      const servers = yield* mcp.forTurn(w)
       const turn: TurnSpec = {
         version: 2,
         turnId: input.turn.id,
@@ -158,8 +161,10 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         history: context.history,
         messages: input.messages.map((msg) => ({ id: msg.id, sender: msg.sender, text: msg.text, createdAt: msg.createdAt })),
         skills: skills.map((s) => ({ name: s.name, description: s.description, tier: s.tier })),
-        tools: actions.toolsFor(w),
+        tools: [...actions.toolsFor(w), ...servers.tools],
         sandboxTools: [...w.tools],
+        ...(servers.launches.length > 0 ? { mcpServers: servers.launches } : {}),
+        ...(servers.unavailable.length > 0 ? { unavailableServers: servers.unavailable } : {}),
         core,
         model,
         api: entry.api === "messages" ? "messages" : "chat",
@@ -291,7 +296,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
     }
   })
 
-/** AgentExecutor + ExecutorLiveness over sandboxes; needs HostConfig, PluginRegistry, ConversationContext, Gateway and HostActions. */
+/** AgentExecutor + ExecutorLiveness over sandboxes; needs HostConfig, PluginRegistry, ConversationContext, Gateway, HostActions and McpHost. */
 export const layer = (options: SandboxExecutor.Options = {}) =>
   Layer.scopedContext(
     Effect.map(make(options), ({ executor, liveness }) => Context.make(AgentExecutor, executor).pipe(Context.add(ExecutorLiveness, liveness)))

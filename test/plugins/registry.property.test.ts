@@ -31,7 +31,7 @@ const make: { readonly [K in HookName]: { valid: (n: string) => unknown; malform
   containerRuntime: { valid: (name) => ({ name, start: fn, kill: fn, isAlive: fn }), malformed: (name) => ({ name, start: fn, isAlive: fn }) },
   tunnel: { valid: (name) => ({ name, detect: fn }), malformed: () => ({ name: "", detect: fn }) },
   observer: { valid: (name) => ({ name, onEvent: fn }), malformed: (name) => ({ name, onEvent: null }) },
-  mcpServerSpec: { valid: (name) => ({ name, command: "node", args: ["x.js"] }), malformed: (name) => ({ name, args: "x.js" }) },
+  mcpServerSpec: { valid: (name) => ({ name, command: "node", args: ["x.js"], where: "sandbox" }), malformed: (name) => ({ name, args: "x.js", where: "sandbox" }) },
   workspaceSpec: { valid: (id) => ({ id }), malformed: (id) => ({ id, unknownField: true }) }
 }
 

@@ -56,20 +56,11 @@ describe("buildRegistry", () => {
       const faults = yield* faultsOf([{
         name: "ahead",
         speechSynthesizer: () => ({ name: "espeak", synthesize: noop }),
-        tunnel: () => ({ name: "tailscale", detect: noop }),
-        mcpServerSpec: () => [{ name: "files", command: "node", args: ["s.js"] }, { name: "notes", script: "/srv/notes.js", env: { MODE: "ro" } }],
         workspaceSpec: () => ({ id: "daily", instructions: "summarise", schedule: "0 8 * * *" })
       }])
-      assert.deepStrictEqual(faults.map((f) => [f.hook, f.code]), [
-        ["speechSynthesizer", "hook_not_supported"],
-        ["tunnel", "hook_not_supported"],
-        ["mcpServerSpec", "hook_not_supported"],
-        ["mcpServerSpec", "hook_not_supported"],
-        ["workspaceSpec", "hook_not_supported"]
-      ])
-      assert.include(faults[0]!.problem, "speech synthesizer 'espeak'")
-      assert.include(faults[3]!.problem, "MCP server 'notes'")
-      assert.include(faults[4]!.problem, "workspace 'daily': nothing in this host uses workspaceSpec contributions yet")
+      // workspaceSpec has a consumer now: only the speech synthesizer is refused.
+      assert.deepStrictEqual(faults.map((f) => [f.hook, f.code]), [["speechSynthesizer", "hook_not_supported"]])
+      assert.include(faults[0]!.problem, "speech synthesizer 'espeak': nothing in this host uses speechSynthesizer contributions yet")
       // A malformed one is still reported as malformed: what is wrong with it comes first.
       const [malformed] = yield* faultsOf([{ name: "p", tunnel: () => ({ name: "" , detect: noop }) }])
       assert.strictEqual(malformed?.code, "invalid_contribution")
@@ -170,12 +161,13 @@ describe("buildRegistry", () => {
   it.effect("reports every problem of a malformed contribution, naming the item, without its values", () =>
     Effect.gen(function* () {
       const faults = yield* faultsOf([
-        { name: "p", mcpServerSpec: () => [{ name: "ok", command: "node" }, { name: "leaky", command: "node", env: { TOKEN: 12345, OTHER: "x" }, args: "sk-secret" }] }
+        { name: "p", mcpServerSpec: () => [{ name: "ok", command: "node", where: "host" }, { name: "leaky", command: "node", where: "cloud", env: ["OK", 12345], args: "sk-secret" }] }
       ])
-      assert.deepStrictEqual(faults.map((f) => f.code), ["hook_not_supported", "invalid_contribution"])
-      const fault = faults[1]
+      assert.deepStrictEqual(faults.map((f) => f.code), ["invalid_contribution"])
+      const fault = faults[0]
       assert.include(fault!.problem, "item 1 'leaky'")
-      assert.include(fault!.problem, "env.TOKEN: Expected string, got number")
+      assert.include(fault!.problem, "env.1: Expected string, got number")
+      assert.include(fault!.problem, "where:")
       assert.include(fault!.problem, "args:")
       assert.notInclude(fault!.problem, "12345")
       assert.notInclude(fault!.problem, "sk-secret")

@@ -15,6 +15,7 @@ import { Approvals } from "../../src/actions/Approvals.js"
 import { HostActions } from "../../src/actions/HostActions.js"
 import { GatewayConfig } from "../../src/config/gateway.js"
 import { Gateway, GatewaySettings } from "../../src/gateway/Gateway.js"
+import { McpHost } from "../../src/mcp/McpHost.js"
 import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
 import { PluginRegistry } from "../../src/plugins/PluginRegistry.js"
 import * as SandboxExecutor from "../../src/sandbox/SandboxExecutor.js"
@@ -27,7 +28,7 @@ let built: Promise<string> | undefined
 export const runnerBundle = (): Promise<string> =>
   (built ??= (async () => {
     const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-runner-")), "runner.mjs")
-    await build({ entryPoints: ["src/agent/runner.ts"], outfile: out, bundle: true, platform: "node", target: "node20", format: "esm", logLevel: "warning" })
+    await build({ entryPoints: ["src/agent/runner.ts"], outfile: out, bundle: true, platform: "node", target: "node20", format: "esm", logLevel: "warning", banner: { js: "import { createRequire as __pynchyRequire } from 'node:module'; const require = __pynchyRequire(import.meta.url);" } })
     return out
   })())
 
@@ -57,7 +58,7 @@ export const bareSandboxExecutor = (config: PynchyConfig, options: SandboxExecut
     Layer.provide(HostActions.layer, Layer.merge(Approvals.layerNone, AgentTasks.layerNone)),
     Layer.provide(Gateway.layer, GatewaySettings.layerFrom({ dataDir: config.dataDir, providers: [], gateway: GatewayConfig.make({}) })),
     EventBus.layer
-  ).pipe(Layer.provideMerge(registry))
+  ).pipe(Layer.provideMerge(McpHost.layer), Layer.provideMerge(registry))
   return Layer.provide(SandboxExecutor.layer(options), host).pipe(Layer.provide(HostConfig.layerFrom(config)), Layer.orDie)
 }
 

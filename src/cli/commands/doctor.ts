@@ -12,6 +12,7 @@ import { checkConfig } from "../../host/preflight.js"
 import { telegramChecks } from "../../channels/telegram/doctor.js"
 import { installCommand, isInstalled, OPTIONAL_PLUGINS } from "../../plugins/first-party.js"
 import { hostPackageRoot } from "../../plugins/paths.js"
+import { pluginChecks } from "./doctor-plugins.js"
 import { type BwrapProbe, bwrapProbe, choicesOf, type SandboxChoices, UNISOLATED_WARNING } from "../../sandbox/select.js"
 
 type Verdict = "ok" | "warn" | "fail"
@@ -153,7 +154,7 @@ export const doctor = Command.make("doctor", {}, () =>
       }
     }
     checks.push(yield* sandboxCheck(Either.isRight(loaded) ? loaded.right.config : { containerRuntime: "auto", workspaces: [] }))
-    if (Either.isRight(loaded)) checks.push(...(yield* providerChecks(loaded.right)))
+    if (Either.isRight(loaded)) checks.push(...(yield* providerChecks(loaded.right)), ...(yield* pluginChecks(loaded.right)))
     checks.push(...optionalPluginChecks(Either.isRight(loaded) ? loaded.right.config.workspaces : []))
     if (Either.isRight(loaded)) checks.push(...(yield* telegramChecks(loaded.right.config, loaded.right.dataDir)))
     checks.push(toolCheck("tmux", "not found: the local tmux runtime example cannot run", "apt-get install tmux"))

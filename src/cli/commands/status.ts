@@ -8,6 +8,8 @@ import { TurnStatus } from "../../domain/turn.js"
 import * as Database from "../../db/Database.js"
 import * as Stores from "../../db/Stores.js"
 import { readStatusFile } from "../../host/status-file.js"
+import { PluginRegistry } from "../../plugins/PluginRegistry.js"
+import { detectTunnels, publicUrl, type TunnelReport } from "../../tunnels/detect.js"
 import { formatSummary, taskSummaries } from "../../schedules/summary.js"
 import { AttachmentStore } from "../../runtimes/agent-session/AttachmentStore.js"
 import { attachmentLine } from "../../runtimes/agent-session/attachment-status.js"
@@ -16,11 +18,26 @@ const json = Options.boolean("json").pipe(Options.withDescription("Print JSON in
 
 const time = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString())
 
-/** Reads the database (and the running host's status file) without starting anything. */
+/** The tunnels of the plugins, detected now; plugins that do not load give none. */
+const tunnels = Effect.flatMap(PluginRegistry, (r) => detectTunnels(r.tunnels)).pipe(
+  Effect.provide(PluginRegistry.layer),
+  Effect.catchAll(() => Effect.succeed<ReadonlyArray<TunnelReport>>([]))
+)
+
+const tunnelLine = (reports: ReadonlyArray<TunnelReport>) => {
+  const url = publicUrl(reports)
+  return url !== undefined
+    ? `tunnel    ${url.url} (${url.name}: ${url.detail})`
+    : `tunnel    none${reports.length > 0 ? ` (${reports.map((r) => `${r.name}: ${r.detail}`).join("; ")})` : ""}`
+}
+
+/** Reads the database (and the running host's status file) and detects tunnels, without starting anything. */
 export const status = Command.make("status", { json }, ({ json }) =>
   Effect.gen(function* () {
     const config = yield* HostConfig
+    const reports = yield* tunnels
     if (!fs.existsSync(config.databaseFile)) {
+      if (!json) yield* Console.log(tunnelLine(reports))
       return yield* Console.log(`no database yet at ${config.databaseFile} (the host has never started here)`)
     }
     const host = yield* HostStore
@@ -39,9 +56,11 @@ export const status = Command.make("status", { json }, ({ json }) =>
         counts: Object.fromEntries(TurnStatus.literals.map((s) => [s, turnCounts[s] ?? 0])),
         blocked: blocked.map((t) => ({ conversationId: t.conversationId, turnId: t.id, state: t.error, since: t.updatedAt }))
       }
-      return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live, cursors, schedules, attachments, turns }, null, 2))
+      const tunnel = { url: publicUrl(reports)?.url ?? null, detected: reports }
+      return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live, cursors, schedules, attachments, turns, tunnel }, null, 2))
     }
     yield* Console.log(`database  ${config.databaseFile}`)
+    yield* Console.log(tunnelLine(reports))
     yield* Option.match(last, {
       onNone: () => Console.log("last run  never"),
       onSome: (r) =>
