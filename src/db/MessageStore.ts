@@ -44,8 +44,8 @@ const upsertCursorSql = `INSERT INTO cursors (connection, stream, position, ord,
   WHERE excluded.ord > cursors.ord`
 
 /** A message's columns as `MessageRow` reads them (`m` is the messages table's alias). */
-export const messageColumns = `m.id, m.conversation_id AS conversationId, m.direction, m.sender, m.text, m.metadata, m.created_at AS createdAt, m.handled_by AS handledBy, m.trace_parent AS traceParent`
-export const conversationColumns = "id, connection, place, workspace, created_at AS createdAt"
+export const messageColumns = `m.id, m.conversation_id AS "conversationId", m.direction, m.sender, m.text, m.metadata, m.created_at AS "createdAt", m.handled_by AS "handledBy", m.trace_parent AS "traceParent"`
+export const conversationColumns = `id, connection, place, workspace, created_at AS "createdAt"`
 
 export const MessageRow = Schema.Struct({
   id: MessageId,
@@ -188,37 +188,37 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
     const findMessage = SqlSchema.findOne({
       Request: MessageId,
       Result: MessageRow,
-      execute: (id) => sql`SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy, trace_parent AS traceParent FROM messages WHERE id = ${id}`
+      execute: (id) => sql`SELECT id, conversation_id AS "conversationId", direction, sender, text, metadata, created_at AS "createdAt", handled_by AS "handledBy", trace_parent AS "traceParent" FROM messages WHERE id = ${id}`
     })
     const recentMessages = SqlSchema.findAll({
       Request: Schema.Struct({ conversationId: ConversationId, limit: Schema.Int }),
       Result: MessageRow,
       execute: ({ conversationId, limit }) => sql`SELECT * FROM (
-          SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy, trace_parent AS traceParent
+          SELECT id, conversation_id AS "conversationId", direction, sender, text, metadata, created_at AS "createdAt", handled_by AS "handledBy", trace_parent AS "traceParent"
           FROM messages WHERE conversation_id = ${conversationId} ORDER BY id DESC LIMIT ${limit}
-        ) ORDER BY id ASC`
+        ) AS latest ORDER BY id ASC`
     })
     const messagesByIds = SqlSchema.findAll({
       Request: Schema.Array(MessageId),
       Result: MessageRow,
-      execute: (ids) => sql`SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy, trace_parent AS traceParent
+      execute: (ids) => sql`SELECT id, conversation_id AS "conversationId", direction, sender, text, metadata, created_at AS "createdAt", handled_by AS "handledBy", trace_parent AS "traceParent"
         FROM messages WHERE ${sql.in("id", ids)} ORDER BY id`
     })
     const findConversation = SqlSchema.findOne({
       Request: ConversationId,
       Result: ConversationRow,
-      execute: (id) => sql`SELECT id, connection, place, workspace, created_at AS createdAt FROM conversations WHERE id = ${id}`
+      execute: (id) => sql`SELECT id, connection, place, workspace, created_at AS "createdAt" FROM conversations WHERE id = ${id}`
     })
     const allConversations = SqlSchema.findAll({
       Request: Schema.Void,
       Result: ConversationRow,
-      execute: () => sql`SELECT id, connection, place, workspace, created_at AS createdAt FROM conversations ORDER BY created_at, id`
+      execute: () => sql`SELECT id, connection, place, workspace, created_at AS "createdAt" FROM conversations ORDER BY created_at, id`
     })
     const findCursor = SqlSchema.findOne({
       Request: Schema.Struct({ connection: ConnectionName, stream: Schema.String }),
       Result: CursorRow,
       execute: ({ connection, stream }) =>
-        sql`SELECT connection, stream, position, ord AS "order", updated_at AS updatedAt FROM cursors WHERE connection = ${connection} AND stream = ${stream}`
+        sql`SELECT connection, stream, position, ord AS "order", updated_at AS "updatedAt" FROM cursors WHERE connection = ${connection} AND stream = ${stream}`
     })
 
     return MessageStore.of({

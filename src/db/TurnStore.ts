@@ -34,8 +34,8 @@ const toTurn = (r: TurnRow): Turn =>
     updatedAt: r.updatedAt
   })
 
-const turnColumns = `id, conversation_id AS conversationId, status, attempts, owner_epoch AS ownerEpoch, executor_id AS executorId,
-  not_before AS notBefore, error, created_at AS createdAt, updated_at AS updatedAt`
+const turnColumns = `id, conversation_id AS "conversationId", status, attempts, owner_epoch AS "ownerEpoch", executor_id AS "executorId",
+  not_before AS "notBefore", error, created_at AS "createdAt", updated_at AS "updatedAt"`
 
 const activeSql = `SELECT ${turnColumns} FROM turns WHERE conversation_id = ? AND status IN ('queued', 'running', 'interrupted')`
 const resumeSql = `UPDATE turns SET status = 'running', attempts = attempts + 1, owner_epoch = ?, executor_id = ?, updated_at = ?

@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ddl } from "../dialect.js"
 
 /**
  * Gateway keys for the user's own tools (`pynchy keys`): only the SHA-256 digest of a key is
@@ -7,8 +7,7 @@ import { Effect } from "effect"
  * its name).
  */
 export const m0006_gateway_keys = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`CREATE TABLE gateway_keys (
+  yield* ddl`CREATE TABLE gateway_keys (
     name TEXT PRIMARY KEY,
     digest TEXT NOT NULL UNIQUE,
     models TEXT,
