@@ -5,7 +5,6 @@ import * as path from "node:path"
 import { HostConfig } from "../config/HostConfig.js"
 import { migrations } from "./migrations.js"
 import * as SqliteClient from "./ImmediateSqliteClient.js"
-import * as PostgresClient from "./PostgresClient.js"
 
 /** The database could not be opened or migrated. `file` is the SQLite file, or the Postgres URL without its password. */
 export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
@@ -48,10 +47,13 @@ export const shownUrl = (url: Redacted.Redacted): string => {
 /** Postgres at `url` (a pool of `maxConnections`), migrated: the same schema and stores as SQLite. */
 export const layerPostgres = (url: Redacted.Redacted, options: { readonly maxConnections?: number | undefined } = {}) => {
   const shown = shownUrl(url)
+  // Imported when used: pg costs ~150 ms to load, which a SQLite host never pays.
+  const client = Layer.unwrapEffect(Effect.promise(() => import("./PostgresClient.js")).pipe(
+    Effect.map((PostgresClient) => PostgresClient.layer({ url, maxConnections: options.maxConnections }))
+  ))
   return Layer.provideMerge(
     prepared(shown),
-    Layer.catchAll(PostgresClient.layer({ url, maxConnections: options.maxConnections }), (e) =>
-      Layer.fail(new DatabaseUnavailable({ file: shown, reason: causeOf(e) })))
+    Layer.catchAll(client, (e) => Layer.fail(new DatabaseUnavailable({ file: shown, reason: causeOf(e) })))
   )
 }
 

@@ -89,7 +89,7 @@ export class TaskStore extends Context.Tag("pynchy/TaskStore")<TaskStore, TaskSt
     const list: TaskStore.Service["list"] = (filter = {}) =>
       Effect.gen(function* () {
         const rows = yield* sql`SELECT ${sql.literal(taskColumns)} FROM scheduled_tasks
-          WHERE (${filter.workspace ?? null} IS NULL OR workspace = ${filter.workspace ?? null})
+          WHERE (CAST(${filter.workspace ?? null} AS TEXT) IS NULL OR workspace = ${filter.workspace ?? null})
             AND (${filter.activeOnly ? 1 : 0} = 0 OR status = 'active')
           ORDER BY created_at DESC, id`
         return (yield* decodeTasks(rows)).map(toTask)
@@ -129,7 +129,7 @@ export class TaskStore extends Context.Tag("pynchy/TaskStore")<TaskStore, TaskSt
             status = excluded.status, paused_at = NULL, next_due = excluded.next_due, updated_at = excluded.updated_at`.pipe(Effect.asVoid, Effect.orDie),
       cancel: (id, now, workspace) =>
         sql<{ id: string }>`UPDATE scheduled_tasks SET status = 'cancelled', next_due = NULL, updated_at = ${now}
-          WHERE id = ${id} AND status = 'active' AND (${workspace ?? null} IS NULL OR workspace = ${workspace ?? null}) RETURNING id`.pipe(
+          WHERE id = ${id} AND status = 'active' AND (CAST(${workspace ?? null} AS TEXT) IS NULL OR workspace = ${workspace ?? null}) RETURNING id`.pipe(
           Effect.map((r) => r.length > 0),
           Effect.orDie
         ),

@@ -55,6 +55,8 @@ export interface ScratchPostgres {
   readonly port: number
   /** A fresh, empty database on the cluster; its url. */
   readonly createDatabase: (name?: string) => string
+  /** The server's log so far (errors name the statement that failed). */
+  readonly log: () => string
   /** Stops the cluster (fast shutdown) and removes its folder. */
   readonly stop: () => void
 }
@@ -96,5 +98,6 @@ export const startScratchPostgres = (): ScratchPostgres => {
     execFileSync(path.join(bin, "psql"), ["-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qc", `CREATE DATABASE ${name}`], { stdio: "pipe" })
     return `postgres://postgres@127.0.0.1:${port}/${name}`
   }
-  return { url, port, createDatabase, stop }
+  const log = () => fs.readFileSync(path.join(dir, "log"), "utf8")
+  return { url, port, createDatabase, log, stop }
 }
