@@ -1,4 +1,3 @@
-import { Effect } from "effect"
 import { ddl } from "../dialect.js"
 
 /**
@@ -6,8 +5,7 @@ import { ddl } from "../dialect.js"
  * stored; the key itself is printed once. A revoked key's row is deleted (its usage events keep
  * its name).
  */
-export const m0006_gateway_keys = Effect.gen(function* () {
-  yield* ddl`CREATE TABLE gateway_keys (
+export const m0006_gateway_keys = ddl`CREATE TABLE gateway_keys (
     name TEXT PRIMARY KEY,
     digest TEXT NOT NULL UNIQUE,
     models TEXT,
@@ -15,4 +13,3 @@ export const m0006_gateway_keys = Effect.gen(function* () {
     expires_at INTEGER,
     created_at INTEGER NOT NULL
   ) WITHOUT ROWID`
-})
