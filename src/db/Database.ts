@@ -61,6 +61,21 @@ export const layerPostgres = (url: Redacted.Redacted, options: { readonly maxCon
 const causeOf = (e: { readonly message: string; readonly cause?: unknown }) =>
   e.cause instanceof Error && e.cause.message !== "" ? `${e.message}: ${e.cause.message}` : e.message
 
+/** The configured database as it may be shown: the SQLite file, or the Postgres URL without its password. */
+export const location = (config: { readonly databaseFile: string; readonly databaseUrl: Option.Option<Redacted.Redacted> }): string =>
+  Option.match(config.databaseUrl, { onNone: () => config.databaseFile, onSome: shownUrl })
+
+/** Whether the configured database may already hold a host's rows (a Postgres database is asked, not guessed). */
+export const mayExist = (config: { readonly databaseFile: string; readonly databaseUrl: Option.Option<Redacted.Redacted> }): boolean =>
+  Option.isSome(config.databaseUrl) || fs.existsSync(config.databaseFile)
+
+/** The configured database without the data dir's care: SQLite file or Postgres. */
+export const layerOf = (config: { readonly databaseFile: string; readonly databaseUrl: Option.Option<Redacted.Redacted>; readonly config: { readonly database: { readonly maxConnections: number } } }) =>
+  Option.match(config.databaseUrl, {
+    onNone: () => layerFile(config.databaseFile),
+    onSome: (url) => layerPostgres(url, { maxConnections: config.config.database.maxConnections })
+  })
+
 /** A fresh in-memory database, migrated: for tests and throwaway hosts. */
 export const layerMemory = Layer.suspend(() => layerFile(":memory:"))
 

@@ -11,6 +11,7 @@ import * as path from "node:path"
 import { hashToken } from "../../src/channels/http/settings.js"
 import * as Database from "../../src/db/Database.js"
 import { killAllHosts, startHost, stopHost } from "../channels/host-process.js"
+import { runCli } from "../support/cli.js"
 import { scratchPostgres, stopPostgres, tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
 import { skipWithoutPostgres } from "../support/postgres.js"
@@ -68,6 +69,10 @@ describe.skipIf(skip)("a host on Postgres (real bin)", () => {
         UNION ALL SELECT 'run:' || CASE WHEN stopped_at IS NULL THEN 'running' ELSE 'stopped' END FROM host_runs`
     }).pipe(Effect.provide(Database.layerPostgres(Redacted.make(url)))))
     assert.deepStrictEqual(rows.map((r) => r.what).sort(), ["delivery:sent", "in:hello postgres", "run:stopped", "turn:completed"])
+    // The CLI reads the same database: status names it (without a password) and counts its rows.
+    const status = runCli(["status"], { cwd: dir, env: { ...env, PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
+    assert.include(status.stdout, `database  ${url}`)
+    assert.notInclude(status.stdout, "no database yet")
     host = await startHost(dir, env)
     try {
       assert.deepStrictEqual((await replies(base)).map((r) => r.text), ["echo: hello postgres"])

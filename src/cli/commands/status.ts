@@ -1,6 +1,5 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer, Option } from "effect"
-import * as fs from "node:fs"
 import { HostConfig } from "../../config/HostConfig.js"
 import { HostStore } from "../../db/HostStore.js"
 import { TurnStore } from "../../db/TurnStore.js"
@@ -20,8 +19,8 @@ const time = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOStrin
 export const status = Command.make("status", { json }, ({ json }) =>
   Effect.gen(function* () {
     const config = yield* HostConfig
-    if (!fs.existsSync(config.databaseFile)) {
-      return yield* Console.log(`no database yet at ${config.databaseFile} (the host has never started here)`)
+    if (!Database.mayExist(config)) {
+      return yield* Console.log(`no database yet at ${Database.location(config)} (the host has never started here)`)
     }
     const host = yield* HostStore
     const counts = yield* host.tableCounts
@@ -38,9 +37,9 @@ export const status = Command.make("status", { json }, ({ json }) =>
         counts: Object.fromEntries(TurnStatus.literals.map((s) => [s, turnCounts[s] ?? 0])),
         blocked: blocked.map((t) => ({ conversationId: t.conversationId, turnId: t.id, state: t.error, since: t.updatedAt }))
       }
-      return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live, schedules, attachments, turns }, null, 2))
+      return yield* Console.log(JSON.stringify({ database: Database.location(config), counts, lastRun: Option.getOrNull(last), live, schedules, attachments, turns }, null, 2))
     }
-    yield* Console.log(`database  ${config.databaseFile}`)
+    yield* Console.log(`database  ${Database.location(config)}`)
     yield* Option.match(last, {
       onNone: () => Console.log("last run  never"),
       onSome: (r) =>
