@@ -14,7 +14,7 @@ import { delegating } from "../src/runtimes/agent-session/DelegatingExecutor.js"
 import * as PluginChannels from "../src/channels/PluginChannels.js"
 import { HostConfig } from "../src/config/HostConfig.js"
 import * as Stores from "../src/db/Stores.js"
-import type { SqliteTransactions } from "../src/db/ImmediateSqliteClient.js"
+import type { Transactions } from "../src/db/Transactions.js"
 import type { HostStore } from "../src/db/HostStore.js"
 import { EventBus } from "../src/events/EventBus.js"
 import { EventLog } from "../src/events/EventLog.js"
@@ -57,7 +57,7 @@ export interface StackParts<EC, EP, ED, EE, ES, EA> {
   readonly config: Layer.Layer<HostConfig, EC>
   /** Discovered and validated plugins (startup step 2). */
   readonly plugins: Layer.Layer<PluginRegistry, EP, HostConfig>
-  readonly database: Layer.Layer<SqlClient.SqlClient | SqliteTransactions, ED, HostConfig>
+  readonly database: Layer.Layer<SqlClient.SqlClient | Transactions, ED, HostConfig>
   readonly executor: Layer.Layer<AgentExecutor | ExecutorLiveness, EE, HostConfig | PluginRegistry | Gateway | ConversationContext | HostActions | McpHost | EventBus>
   /** Agent-session runtimes and attachments; attached conversations are delegated, not sandboxed. */
   readonly agentSessions: Layer.Layer<AgentSessions, EA, HostConfig | SqlClient.SqlClient>
@@ -162,7 +162,7 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
  * routing and the durable ingest (`ingestClient`: it decides approval replies, and its wake-ups go
  * to the running host's control socket).
  */
-export const makeClient = <EC, ED>(parts: { readonly config: Layer.Layer<HostConfig, EC>; readonly database: Layer.Layer<SqlClient.SqlClient | SqliteTransactions, ED, HostConfig> }) => {
+export const makeClient = <EC, ED>(parts: { readonly config: Layer.Layer<HostConfig, EC>; readonly database: Layer.Layer<SqlClient.SqlClient | Transactions, ED, HostConfig> }) => {
   const base = Layer.provideMerge(Layer.provideMerge(Stores.layer, parts.database), parts.config)
   // Its ingest spans are exported like the host's (the message's trace starts in this process).
   return Layer.provideMerge(ingestClient, base).pipe(Layer.provideMerge(Telemetry.layerConfig))

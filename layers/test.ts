@@ -1,6 +1,6 @@
 /** The test host: a given config, an in-memory (or file) database, the scripted executor. */
 import type { Duration } from "effect"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { AgentSessionRuntimeRegistry } from "../src/runtimes/agent-session/AgentSessionRuntimeRegistry.js"
 import { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
 import { AttachmentStore } from "../src/runtimes/agent-session/AttachmentStore.js"
@@ -24,6 +24,8 @@ import { PluginRegistry } from "../src/plugins/PluginRegistry.js"
 export interface TestHostOptions {
   readonly replyDelay?: Duration.Duration
   readonly databaseFile?: string
+  /** A Postgres database instead (its URL); wins over databaseFile. */
+  readonly databaseUrl?: string
   readonly runtimes?: ReadonlyArray<RuntimeEntry>
   readonly rollback?: Layer.Layer<DeployRollback>
   /** Agent-session runtimes the test registers (default: none). */
@@ -44,7 +46,9 @@ export const makeTestHost = (config: PynchyConfig, options: TestHostOptions = {}
       root: tmpdir(),
       builtins: [...BUILTINS, ...(options.plugins ?? [])]
     }),
-    database: options.databaseFile ? Database.layerFile(options.databaseFile) : Database.layerMemory,
+    database: options.databaseUrl !== undefined
+      ? Database.layerPostgres(Redacted.make(options.databaseUrl))
+      : options.databaseFile ? Database.layerFile(options.databaseFile) : Database.layerMemory,
     executor: options.executor ?? ScriptedExecutor.layer(options.replyDelay ? { replyDelay: options.replyDelay } : undefined),
     runtimes: Layer.succeed(ConnectionRuntimeSources, options.runtimes ?? []),
     rollback: options.rollback ?? DeployRollback.layerNoop,

@@ -73,7 +73,7 @@ export const migratedFile = (file: string) => run(Effect.asVoid(Layer.build(Data
 
 // ---- payloads ---------------------------------------------------------------------------------------
 
-interface Payload {
+export interface Payload {
   readonly connection: string
   readonly place: string
   readonly providerEventId: string
@@ -86,7 +86,7 @@ interface Payload {
  * them 5 back (likely the same group commit: the in-batch path), half ~1,000 back (an already
  * committed receipt). `dupOf[i]` is the index of the original, or -1.
  */
-const payloads = (n: number, prefix: string) => {
+export const payloads = (n: number, prefix: string) => {
   const list: Array<Payload> = []
   const dupOf: Array<number> = []
   for (let k = 0; k < n; k++) {
@@ -145,23 +145,23 @@ export type BusChoice = "none" | "event-log"
 const busOf = (choice: BusChoice) =>
   choice === "none" ? EventBus.layerNone : Layer.provideMerge(EventLog.layer, Layer.provideMerge(Observers.layer, EventBus.layer))
 
-/** Ingest alone: config, database + stores, workspaces, a turn signal that goes nowhere. */
-export const ingestOnly = (config: PynchyConfig, file: string, counts = { batches: 0, rows: 0 }, bus: BusChoice = "none") =>
+/** Ingest alone: config, database + stores, workspaces, a turn signal that goes nowhere. `database`: another than the file (Postgres). */
+export const ingestOnly = (config: PynchyConfig, file: string, counts = { batches: 0, rows: 0 }, bus: BusChoice = "none", database: typeof Database.layerMemory = Database.layerFile(file)) =>
   Ingest.layer.pipe(
     Layer.provide(countingStore(counts)),
     Layer.provide(InboundCommitted.layer),
     Layer.provideMerge(busOf(bus)),
     Layer.provideMerge(Layer.merge(Workspaces.layer, Layer.succeed(TurnSignal, noSignal))),
-    Layer.provideMerge(Layer.provideMerge(Stores.layer, Database.layerFile(file))),
+    Layer.provideMerge(Layer.provideMerge(Stores.layer, database)),
     Layer.provideMerge(HostConfig.layerFrom(config))
   )
 
-type IngestRun = Rate & { readonly meanBatch: number; readonly problems: ReadonlyArray<string> }
+export type IngestRun = Rate & { readonly meanBatch: number; readonly problems: ReadonlyArray<string> }
 
-type Rate = { readonly perSecond: number; readonly cpuUs: number }
+export type Rate = { readonly perSecond: number; readonly cpuUs: number }
 
 /** Starts a clock; its result gives wall throughput and CPU µs per message (CPU is steadier than wall on a shared box). */
-const startClock = () => {
+export const startClock = () => {
   const t0 = performance.now()
   const c0 = process.cpuUsage()
   return (count: number): Rate => {
@@ -171,10 +171,10 @@ const startClock = () => {
 }
 
 /** `under`: a layer the Ingest stack is built on (the OTel bench passes the telemetry layer). */
-export const ingestRun = (dir: string, bus: BusChoice = "none", under: Layer.Layer<never> = Layer.empty): Promise<IngestRun> => {
+export const ingestRun = (dir: string, bus: BusChoice = "none", under: Layer.Layer<never> = Layer.empty, database?: typeof Database.layerMemory, n = INGEST_N): Promise<IngestRun> => {
   const counts = { batches: 0, rows: 0 }
   const warm = payloads(INGEST_WARMUP, "w")
-  const timed = payloads(INGEST_N, "")
+  const timed = payloads(n, "")
   return run(
     Effect.gen(function* () {
       const { ingest } = yield* Ingest
@@ -184,11 +184,11 @@ export const ingestRun = (dir: string, bus: BusChoice = "none", under: Layer.Lay
       const stop = startClock()
       const results = yield* Effect.forEach(timed.list, ingest, { concurrency: INGEST_CONCURRENCY })
       return {
-        ...stop(INGEST_N),
+        ...stop(n),
         meanBatch: counts.rows / counts.batches,
         problems: dedupProblems(timed.dupOf, results)
       }
-    }).pipe(Effect.provide(Layer.provideMerge(ingestOnly(recordingConfig(dir), dbFile(dir), counts, bus), under)))
+    }).pipe(Effect.provide(Layer.provideMerge(ingestOnly(recordingConfig(dir), dbFile(dir), counts, bus, database), under)))
   )
 }
 
@@ -245,7 +245,7 @@ const rawRun = async (dir: string, perTx: number): Promise<Rate> => {
 }
 
 /** `MessageStore.ingestBatch` alone, RAW_BATCH decoded rows a call: the store's share of Ingest's cost. */
-const storeRun = (dir: string) => {
+export const storeRun = (dir: string, database: typeof Database.layerMemory = Database.layerFile(dbFile(dir)), n = INGEST_N) => {
   const route = (p: Payload): IngestRow => ({
     conversationId: conversationIdOf(p.connection, p.place),
     connection: ConnectionName.make(p.connection),
@@ -257,7 +257,7 @@ const storeRun = (dir: string) => {
     metadata: {}
   })
   const warm = payloads(INGEST_WARMUP, "w").list.map(route)
-  const timed = payloads(INGEST_N, "").list.map(route)
+  const timed = payloads(n, "").list.map(route)
   return run(
     Effect.gen(function* () {
       const store = yield* MessageStore
@@ -266,8 +266,8 @@ const storeRun = (dir: string) => {
       yield* all(warm)
       const stop = startClock()
       yield* all(timed)
-      return stop(INGEST_N)
-    }).pipe(Effect.provide(Layer.provideMerge(Stores.layer, Database.layerFile(dbFile(dir)))))
+      return stop(n)
+    }).pipe(Effect.provide(Layer.provideMerge(Stores.layer, database)))
   )
 }
 
@@ -339,16 +339,16 @@ const recordingExecutor = (onEntry: (text: string, at: number) => Effect.Effect<
 }
 
 /** The test host on a file database, with the recording executor (and, for `none`, a bus that does nothing). */
-const hostStack = (dir: string, onEntry: (text: string, at: number) => Effect.Effect<void>, bus: BusChoice = "event-log") =>
+const hostStack = (dir: string, onEntry: (text: string, at: number) => Effect.Effect<void>, bus: BusChoice = "event-log", databaseUrl?: string) =>
   makeTestHost(recordingConfig(dir), {
-    databaseFile: dbFile(dir),
+    ...(databaseUrl !== undefined ? { databaseUrl } : { databaseFile: dbFile(dir) }),
     executor: recordingExecutor(onEntry),
     ...(bus === "none" ? { events: Layer.provideMerge(Observers.layer, EventBus.layerNone) } : {})
   })
 
 // ---- 2. committed → executor entry --------------------------------------------------------------------
 
-export const latencyRun = (dir: string, count = LATENCY_SAMPLES, warmup = LATENCY_WARMUP, bus: BusChoice = "event-log") => {
+export const latencyRun = (dir: string, count = LATENCY_SAMPLES, warmup = LATENCY_WARMUP, bus: BusChoice = "event-log", databaseUrl?: string) => {
   const waiters = new Map<string, Deferred.Deferred<number>>()
   const onEntry = (text: string, at: number) => {
     const d = waiters.get(text)
@@ -378,7 +378,7 @@ export const latencyRun = (dir: string, count = LATENCY_SAMPLES, warmup = LATENC
         yield* idle
       }
       return samples
-    }).pipe(Effect.provide(hostStack(dir, onEntry, bus)))
+    }).pipe(Effect.provide(hostStack(dir, onEntry, bus, databaseUrl)))
   )
 }
 

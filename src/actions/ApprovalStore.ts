@@ -25,8 +25,8 @@ export const Approval = Schema.Struct({
 })
 export type Approval = typeof Approval.Type
 
-const columns = `id, conversation_id AS conversationId, turn_id AS turnId, attempt, action, input_digest AS inputDigest, status,
-  created_at AS createdAt, expires_at AS expiresAt, decided_at AS decidedAt, decided_by AS decidedBy, consumed_at AS consumedAt`
+const columns = `id, conversation_id AS "conversationId", turn_id AS "turnId", attempt, action, input_digest AS "inputDigest", status,
+  created_at AS "createdAt", expires_at AS "expiresAt", decided_at AS "decidedAt", decided_by AS "decidedBy", consumed_at AS "consumedAt"`
 
 // The attempt a row must carry to belong to its turn's current run: a retry (attempts + 1) of the
 // turn no longer matches an earlier attempt's rows.

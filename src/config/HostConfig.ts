@@ -1,10 +1,11 @@
-import { Config, Context, Effect, Either, Layer, Option, Schema } from "effect"
+import { Config, Context, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { parseDocument } from "yaml"
 import { Problem } from "../domain/errors.js"
 import { problemLine, problemsOf } from "../domain/problems.js"
 import { scheduleProblems } from "./schedules.js"
+import { PostgresUrl } from "./database.js"
 import { providersFromEnv } from "./env-providers.js"
 import { Limits, PynchyConfig } from "./schema.js"
 
@@ -26,8 +27,10 @@ export declare namespace HostConfig {
     readonly file: Option.Option<string>
     /** Absolute data dir. */
     readonly dataDir: string
-    /** Absolute path of the host database. */
+    /** Absolute path of the host database (SQLite, when no `databaseUrl`). */
     readonly databaseFile: string
+    /** Postgres: `PYNCHY_DATABASE_URL`, else `database.url`; none means the SQLite file. */
+    readonly databaseUrl: Option.Option<Redacted.Redacted>
   }
 }
 
@@ -88,12 +91,24 @@ export const readConfigFile = (file: string): Effect.Effect<PynchyConfig, Config
 const overrides = Config.all({
   dataDir: Config.option(Config.string("PYNCHY_DATA_DIR")),
   maxConcurrentTurns: Config.option(Config.integer("PYNCHY_MAX_CONCURRENT_TURNS")),
-  containerRuntime: Config.option(Config.string("PYNCHY_CONTAINER_RUNTIME"))
+  containerRuntime: Config.option(Config.string("PYNCHY_CONTAINER_RUNTIME")),
+  databaseUrl: Config.option(Config.redacted("PYNCHY_DATABASE_URL"))
 })
 
-const resolve = (config: PynchyConfig, file: Option.Option<string>, base: string): HostConfig.Service => {
+const resolve = (config: PynchyConfig, file: Option.Option<string>, base: string, envUrl: Option.Option<Redacted.Redacted> = Option.none()): HostConfig.Service => {
   const dataDir = path.resolve(base, config.dataDir)
-  return { config, file, dataDir, databaseFile: path.join(dataDir, "pynchy.db") }
+  const databaseUrl = Option.orElse(envUrl, () => Option.map(Option.fromNullable(config.database.url), Redacted.make))
+  return { config, file, dataDir, databaseFile: path.join(dataDir, "pynchy.db"), databaseUrl }
+}
+
+/** `PYNCHY_DATABASE_URL`, checked like `database.url` (an empty one is unset). */
+const envDatabaseUrl = (value: Option.Option<Redacted.Redacted>) => {
+  const url = Option.filter(value, (u) => Redacted.value(u).trim() !== "")
+  if (Option.isNone(url) || Schema.is(PostgresUrl)(Redacted.value(url.value))) return Effect.succeed(url)
+  return Effect.fail(new ConfigInvalid({
+    file: "PYNCHY_DATABASE_URL",
+    problems: [Problem.make({ path: "PYNCHY_DATABASE_URL", reason: "a postgres:// or postgresql:// URL (the value is not shown: it may hold a password)" })]
+  }))
 }
 
 export class HostConfig extends Context.Tag("pynchy/HostConfig")<HostConfig, HostConfig.Service>() {
@@ -120,7 +135,7 @@ export class HostConfig extends Context.Tag("pynchy/HostConfig")<HostConfig, Hos
       })
     })
     const base = Option.isSome(env.dataDir) || !exists ? process.cwd() : path.dirname(file)
-    return resolve(config, exists ? Option.some(file) : Option.none(), base)
+    return resolve(config, exists ? Option.some(file) : Option.none(), base, yield* envDatabaseUrl(env.databaseUrl))
   })
 
   static readonly layer = Layer.effect(HostConfig, HostConfig.load)

@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { ConnectionName, WorkspaceId } from "../domain/ids.js"
 import { McpServerSpec } from "../domain/mcp.js"
 import { Route, Workspace } from "../domain/workspace.js"
+import { DatabaseConfig } from "./database.js"
 import { GatewayConfig } from "./gateway.js"
 import { UI_CONNECTION, UiConfig } from "./ui.js"
 
@@ -79,6 +80,8 @@ const defaultRoutes = () => [
 /** The shape of `pynchy.yaml`. Every field has a default: an empty file is a working host. */
 export class PynchyConfig extends Schema.Class<PynchyConfig>("PynchyConfig")({
   dataDir: Schema.optionalWith(Schema.NonEmptyString, { default: () => ".pynchy" }),
+  /** Postgres instead of the SQLite file in dataDir (docs/deploy.md). */
+  database: Schema.optionalWith(DatabaseConfig, { default: () => DatabaseConfig.make({}) }),
   workspaces: Schema.optionalWith(Schema.Array(Workspace), { default: defaultWorkspaces }),
   routes: Schema.optionalWith(Schema.Array(Route), { default: defaultRoutes }),
   connections: Schema.optionalWith(Schema.Record({ key: ConnectionName, value: ConnectionConfig }), { default: () => ({}) }),

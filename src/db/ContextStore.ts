@@ -114,32 +114,32 @@ export class ContextStore extends Context.Tag("pynchy/ContextStore")<ContextStor
     const readPage = (conversationId: ConversationId, r: PageRequest) =>
       sql`SELECT * FROM (SELECT 0 AS kind, id, handled_by AS turn, sender, text FROM messages
           WHERE conversation_id = ${conversationId} AND id > ${r.after} AND id < ${r.userBefore} AND direction = 'in'
-          ORDER BY id DESC LIMIT ${r.userLimit})
+          ORDER BY id DESC LIMIT ${r.userLimit}) AS users
         UNION ALL
         SELECT * FROM (SELECT 1 AS kind, id, turn_id AS turn, '' AS sender, text FROM deliveries
           WHERE conversation_id = ${conversationId} AND kind = 'reply' AND status = 'sent' AND id < ${r.replyBefore}
             AND turn_id >= ${r.fromTurn} AND turn_id < ${r.beforeTurn}
-          ORDER BY id DESC LIMIT ${r.replyLimit})
+          ORDER BY id DESC LIMIT ${r.replyLimit}) AS replies
         ORDER BY kind, id DESC`.values.pipe(Effect.flatMap(decodePage))
     const findStart = SqlSchema.findOne({
       Request: ConversationId,
       Result: ContextStart,
-      execute: (id) => sql`SELECT message_id AS messageId, turn_id AS turnId FROM conversation_starts WHERE conversation_id = ${id}`
+      execute: (id) => sql`SELECT message_id AS "messageId", turn_id AS "turnId" FROM conversation_starts WHERE conversation_id = ${id}`
     })
     const findSummary = SqlSchema.findOne({
       Request: Schema.Struct({ conversationId: ConversationId, contextStart: Schema.Number }),
       Result: SummaryRow,
-      execute: ({ conversationId, contextStart }) => sql`SELECT id, context_start AS contextStart, first_message_id AS firstMessageId,
-          last_message_id AS lastMessageId, through_turn AS throughTurn, through_kind AS throughKind, through_id AS throughId,
-          text, tokens, model, created_at AS createdAt
+      execute: ({ conversationId, contextStart }) => sql`SELECT id, context_start AS "contextStart", first_message_id AS "firstMessageId",
+          last_message_id AS "lastMessageId", through_turn AS "throughTurn", through_kind AS "throughKind", through_id AS "throughId",
+          text, tokens, model, created_at AS "createdAt"
         FROM conversation_summaries WHERE conversation_id = ${conversationId} AND context_start = ${contextStart} ORDER BY id DESC LIMIT 1`
     })
     const listing = SqlSchema.findAll({
       Request: Schema.Void,
       Result: ConversationListing,
-      execute: () => sql`SELECT c.id, c.workspace, c.created_at AS createdAt,
+      execute: () => sql`SELECT c.id, c.workspace, c.created_at AS "createdAt",
           (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS messages,
-          (SELECT s.message_id FROM conversation_starts s WHERE s.conversation_id = c.id) AS contextStart,
+          (SELECT s.message_id FROM conversation_starts s WHERE s.conversation_id = c.id) AS "contextStart",
           (SELECT COUNT(*) FROM conversation_summaries x WHERE x.conversation_id = c.id) AS summaries
         FROM conversations c ORDER BY c.created_at, c.id`
     })

@@ -1,12 +1,12 @@
 import * as Migrator from "@effect/sql/Migrator"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { HostConfig } from "../config/HostConfig.js"
 import { migrations } from "./migrations.js"
 import * as SqliteClient from "./ImmediateSqliteClient.js"
 
-/** The database could not be opened or migrated. */
+/** The database could not be opened or migrated. `file` is the SQLite file, or the Postgres URL without its password. */
 export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
   file: Schema.String,
   reason: Schema.String
@@ -32,6 +32,49 @@ export const layerFile = (filename: string) =>
     prepared(filename),
     Layer.catchAll(SqliteClient.layer({ filename }), (e) => Layer.fail(new DatabaseUnavailable({ file: filename, reason: e.message })))
   )
+
+/** A Postgres URL as it may be shown: without its password. */
+export const shownUrl = (url: Redacted.Redacted): string => {
+  try {
+    const u = new URL(Redacted.value(url))
+    if (u.password !== "") u.password = "***"
+    return u.toString()
+  } catch {
+    return "postgres://(unparsable url)"
+  }
+}
+
+/** Postgres at `url` (a pool of `maxConnections`), migrated: the same schema and stores as SQLite. */
+export const layerPostgres = (url: Redacted.Redacted, options: { readonly maxConnections?: number | undefined } = {}) => {
+  const shown = shownUrl(url)
+  // Imported when used: pg costs ~150 ms to load, which a SQLite host never pays.
+  const client = Layer.unwrapEffect(Effect.promise(() => import("./PostgresClient.js")).pipe(
+    Effect.map((PostgresClient) => PostgresClient.layer({ url, maxConnections: options.maxConnections }))
+  ))
+  return Layer.provideMerge(
+    prepared(shown),
+    Layer.catchAll(client, (e) => Layer.fail(new DatabaseUnavailable({ file: shown, reason: causeOf(e) })))
+  )
+}
+
+// pg's own message (connection refused, no such database) is in the cause; it never holds the password.
+const causeOf = (e: { readonly message: string; readonly cause?: unknown }) =>
+  e.cause instanceof Error && e.cause.message !== "" ? `${e.message}: ${e.cause.message}` : e.message
+
+/** The configured database as it may be shown: the SQLite file, or the Postgres URL without its password. */
+export const location = (config: { readonly databaseFile: string; readonly databaseUrl: Option.Option<Redacted.Redacted> }): string =>
+  Option.match(config.databaseUrl, { onNone: () => config.databaseFile, onSome: shownUrl })
+
+/** Whether the configured database may already hold a host's rows (a Postgres database is asked, not guessed). */
+export const mayExist = (config: { readonly databaseFile: string; readonly databaseUrl: Option.Option<Redacted.Redacted> }): boolean =>
+  Option.isSome(config.databaseUrl) || fs.existsSync(config.databaseFile)
+
+/** The configured database without the data dir's care: SQLite file or Postgres. */
+export const layerOf = (config: { readonly databaseFile: string; readonly databaseUrl: Option.Option<Redacted.Redacted>; readonly config: { readonly database: { readonly maxConnections: number } } }) =>
+  Option.match(config.databaseUrl, {
+    onNone: () => layerFile(config.databaseFile),
+    onSome: (url) => layerPostgres(url, { maxConnections: config.config.database.maxConnections })
+  })
 
 /** A fresh in-memory database, migrated: for tests and throwaway hosts. */
 export const layerMemory = Layer.suspend(() => layerFile(":memory:"))
@@ -62,15 +105,20 @@ const privateFiles = (databaseFile: string) =>
     }
   })
 
-/** The host database: `<dataDir>/pynchy.db`, creating the data dir (0700) and keeping its files 0600. */
+/**
+ * The host database: Postgres when a URL is configured (`database.url`, `PYNCHY_DATABASE_URL`),
+ * else `<dataDir>/pynchy.db`, creating the data dir (0700) and keeping its files 0600.
+ */
 export const layer = Layer.unwrapEffect(
   Effect.gen(function* () {
-    const { dataDir, databaseFile } = yield* HostConfig
+    const { config, dataDir, databaseFile, databaseUrl } = yield* HostConfig
     const wide = yield* Effect.try({
       try: () => privateDataDir(path.dirname(databaseFile), databaseFile),
       catch: (e) => new DatabaseUnavailable({ file: databaseFile, reason: `cannot create ${dataDir}: ${(e as Error).message}` })
     })
     if (wide) yield* Effect.logWarning("the data dir is readable by other users (chmod 700 it)").pipe(Effect.annotateLogs({ dataDir }))
+    // The data dir holds the gateway socket and workspaces whichever database holds the rows.
+    if (Option.isSome(databaseUrl)) return layerPostgres(databaseUrl.value, { maxConnections: config.database.maxConnections })
     return Layer.tap(layerFile(databaseFile), () => privateFiles(databaseFile))
   })
 )

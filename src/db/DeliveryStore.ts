@@ -2,10 +2,11 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Delivery, type DeliveryKind } from "../domain/delivery.js"
 import { ConversationId, DeliveryId, TurnId } from "../domain/ids.js"
+import { jsonField, jsonRows } from "./dialect.js"
 
 const DeliveryRow = Schema.Struct({ ...Delivery.fields, traceParent: Schema.NullOr(Schema.String) })
-const columns = `id, idempotency_key AS idempotencyKey, conversation_id AS conversationId, turn_id AS turnId, kind, text, status,
-  attempts, error, created_at AS createdAt, updated_at AS updatedAt, trace_parent AS traceParent`
+const columns = `id, idempotency_key AS "idempotencyKey", conversation_id AS "conversationId", turn_id AS "turnId", kind, text, status,
+  attempts, error, created_at AS "createdAt", updated_at AS "updatedAt", trace_parent AS "traceParent"`
 
 export interface NewDelivery {
   readonly idempotencyKey: string
@@ -62,7 +63,7 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
       Request: Schema.Array(Schema.String),
       Result: DeliveryRow,
       execute: (keys) => sql`SELECT ${sql.literal(columns)} FROM deliveries
-        WHERE idempotency_key IN (SELECT value FROM json_each(${JSON.stringify(keys)})) ORDER BY id`
+        WHERE ${sql.in("idempotency_key", keys)} ORDER BY id`
     })
     const pendingRows = SqlSchema.findAll({
       Request: Schema.Void,
@@ -78,7 +79,7 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
       Request: Schema.Struct({ conversationId: ConversationId, limit: Schema.Int }),
       Result: DeliveryRow,
       execute: ({ conversationId, limit }) => sql`SELECT * FROM (SELECT ${sql.literal(columns)} FROM deliveries
-        WHERE conversation_id = ${conversationId} ORDER BY id DESC LIMIT ${limit}) ORDER BY id`
+        WHERE conversation_id = ${conversationId} ORDER BY id DESC LIMIT ${limit}) AS latest ORDER BY id`
     })
 
     const ofClientRows = SqlSchema.findAll({
@@ -87,9 +88,9 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
       execute: ({ after, client, conversationId, limit }) => sql`SELECT ${sql.literal(columns)} FROM deliveries
         WHERE conversation_id = ${conversationId} AND id > ${after} AND turn_id IN (
           SELECT m.handled_by FROM messages m WHERE m.conversation_id = ${conversationId} AND m.direction = 'in'
-            AND m.handled_by IS NOT NULL AND json_extract(m.metadata, '$.client') = ${client}
+            AND m.handled_by IS NOT NULL AND ${jsonField(sql, "m.metadata", "client")} = ${client}
           UNION SELECT dc.turn_id FROM delivery_claims dc JOIN messages m ON m.id = dc.message_id
-            WHERE m.conversation_id = ${conversationId} AND json_extract(m.metadata, '$.client') = ${client})
+            WHERE m.conversation_id = ${conversationId} AND ${jsonField(sql, "m.metadata", "client")} = ${client})
         ORDER BY id LIMIT ${limit}`
     })
 
@@ -110,7 +111,7 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
             : sql`DELETE FROM delivery_parts WHERE part_key = ${partKey} AND status = 'sending'`).pipe(Effect.asVoid, Effect.orDie),
       ofClient: (query) => ofClientRows(query).pipe(Effect.map((rows) => rows.map((r) => Delivery.make(r))), Effect.orDie),
       turnOfClient: (turnId, client) =>
-        sql<{ n: number }>`SELECT 1 AS n FROM messages m WHERE json_extract(m.metadata, '$.client') = ${client}
+        sql<{ n: number }>`SELECT 1 AS n FROM messages m WHERE ${jsonField(sql, "m.metadata", "client")} = ${client}
           AND (m.handled_by = ${turnId} OR m.id IN (SELECT message_id FROM delivery_claims WHERE turn_id = ${turnId})) LIMIT 1`.pipe(
           Effect.map((rows) => rows.length > 0),
           Effect.orDie
@@ -118,11 +119,10 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
       record: Effect.fn("DeliveryStore.record")(function* (items) {
         if (items.length === 0) return []
         const now = yield* Clock.currentTimeMillis
-        const payload = JSON.stringify(items.map((d) => [d.idempotencyKey, d.conversationId, d.turnId, d.kind, d.text, d.traceParent ?? null]))
+        const values = jsonRows(sql, items.map((d) => [d.idempotencyKey, d.conversationId, d.turnId, d.kind, d.text, "pending", 0, now, now, d.traceParent ?? null]),
+          ["text", "text", "int", "text", "text", "text", "int", "int", "int", "text"])
         const inserted = yield* sql<{ id: number }>`INSERT INTO deliveries (idempotency_key, conversation_id, turn_id, kind, text, status, attempts, created_at, updated_at, trace_parent)
-          SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
-            json_extract(value, '$[4]'), 'pending', 0, ${now}, ${now}, json_extract(value, '$[5]')
-          FROM json_each(${payload}) ORDER BY key
+          ${values}
           ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`
         const created = new Set(inserted.map((r) => r.id))
         const rows = yield* byKeys(items.map((d) => d.idempotencyKey))

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { HostEpoch } from "../domain/ids.js"
+import { jsonField, jsonNumber, jsonRows } from "./dialect.js"
 
 export interface HostRun {
   readonly epoch: string
@@ -39,9 +40,14 @@ export declare namespace HostStore {
  * History tables: rowid tables that rows are only appended to (and would only be trimmed from the
  * oldest end), so their row count is `max(rowid) - min(rowid) + 1`, two b-tree seeks instead of a
  * scan (`COUNT(*)` of a million messages took ~370 ms). receipts (WITHOUT ROWID, one per inbound
- * message from a channel) is not shown: counting it is such a scan.
+ * message from a channel) is not shown: counting it is such a scan. The key is the integer `id`
+ * where there is one (SQLite's rowid itself); the text-keyed tables have a `rowid` column on
+ * Postgres (unique, an identity), SQLite's own.
  */
-const history = ["conversations", "messages", "turns", "deliveries", "workspaces", "attachments", "events", "host_runs"] as const
+const history = [
+  ["conversations", "rowid"], ["messages", "id"], ["turns", "id"], ["deliveries", "id"], ["workspaces", "rowid"], ["attachments", "id"], ["events", "id"],
+  ["host_runs", "rowid"]
+] as const
 /** Working sets, small whatever the history: rows are deleted from them, so they are counted. */
 const workingSets = ["cursors", "delivery_claims", "session_bindings"] as const
 const shown = ["conversations", "messages", "cursors", "turns", "delivery_claims", "deliveries", "workspaces", "session_bindings", "attachments", "events", "host_runs"] as const
@@ -54,40 +60,37 @@ export class HostStore extends Context.Tag("pynchy/HostStore")<HostStore, HostSt
         Effect.flatMap(Clock.currentTimeMillis, (now) => sql`INSERT INTO host_runs (epoch, pid, version, started_at) VALUES (${epoch}, ${pid}, ${version}, ${now})`).pipe(Effect.asVoid, Effect.orDie),
       recordReady: (epoch) => Effect.flatMap(Clock.currentTimeMillis, (now) => sql`UPDATE host_runs SET ready_at = ${now} WHERE epoch = ${epoch}`).pipe(Effect.asVoid, Effect.orDie),
       recordStop: (epoch) => Effect.flatMap(Clock.currentTimeMillis, (now) => sql`UPDATE host_runs SET stopped_at = ${now} WHERE epoch = ${epoch}`).pipe(Effect.asVoid, Effect.orDie),
-      lastRun: sql<HostRun>`SELECT epoch, pid, version, started_at AS startedAt, ready_at AS readyAt, stopped_at AS stoppedAt
+      lastRun: sql<HostRun>`SELECT epoch, pid, version, started_at AS "startedAt", ready_at AS "readyAt", stopped_at AS "stoppedAt"
           FROM host_runs ORDER BY started_at DESC, rowid DESC LIMIT 1`.pipe(Effect.map((r) => Option.fromNullable(r[0])), Effect.orDie),
       appendEvent: (type, payload) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => sql`INSERT INTO events (type, payload, at) VALUES (${type}, ${JSON.stringify(payload)}, ${now})`).pipe(Effect.asVoid, Effect.orDie),
       // One statement per batch, whatever its size (statement cost through SqlClient is the write bottleneck).
       appendEvents: (events) =>
         events.length === 0 ? Effect.void : sql`INSERT INTO events (type, payload, at)
-          SELECT json_extract(value, '$.t'), json_extract(value, '$.p'), json_extract(value, '$.a') FROM json_each(${JSON.stringify(events.map(({ at, type, ...payload }) => ({ t: type, p: JSON.stringify(payload), a: at })))})
-          ORDER BY key`.pipe(Effect.asVoid, Effect.orDie),
+          ${jsonRows(sql, events.map(({ at, type, ...payload }) => [type, JSON.stringify(payload), at]), ["text", "text", "int"])}`.pipe(Effect.asVoid, Effect.orDie),
       pruneEvents: (before) =>
-        sql`DELETE FROM events WHERE at < ${before}`.pipe(
-          Effect.zipRight(sql<{ n: number }>`SELECT changes() AS n`),
-          Effect.map((rows) => rows[0]?.n ?? 0),
-          sql.withTransaction,
-          Effect.orDie
-        ),
+        sql.onDialectOrElse({
+          pg: () => sql<{ n: number }>`WITH d AS (DELETE FROM events WHERE at < ${before} RETURNING 1) SELECT COUNT(*) AS n FROM d`,
+          orElse: () => sql`DELETE FROM events WHERE at < ${before}`.pipe(Effect.zipRight(sql<{ n: number }>`SELECT changes() AS n`), sql.withTransaction)
+        }).pipe(Effect.map((rows) => rows[0]?.n ?? 0), Effect.orDie),
       recentEvents: (limit) =>
         sql<{ id: number; type: string; payload: string; at: number }>`SELECT id, type, payload, at FROM events ORDER BY id DESC LIMIT ${limit}`.pipe(
           Effect.map((rows) => rows.map((r) => ({ ...r, payload: JSON.parse(r.payload) as unknown }))),
           Effect.orDie
         ),
       tokensUsedSince: (since) =>
-        sql<{ workspace: string; tokens: number }>`SELECT json_extract(payload, '$.workspace') AS workspace,
-            SUM(json_extract(payload, '$.totalTokens')) AS tokens
+        sql<{ workspace: string; tokens: number }>`SELECT ${jsonField(sql, "payload", "workspace")} AS workspace,
+            SUM(${jsonNumber(sql, "payload", "totalTokens")}) AS tokens
           FROM events WHERE type IN ('gateway.call', 'gateway.usage') AND at >= ${since} GROUP BY 1`.pipe(Effect.orDie),
       usagePerDay: (since) =>
         sql<{ day: number; deployment: string; tokens: number; calls: number }>`SELECT (at / 86400000) * 86400000 AS day,
-            json_extract(payload, '$.deployment') AS deployment, SUM(json_extract(payload, '$.totalTokens')) AS tokens, COUNT(*) AS calls
+            ${jsonField(sql, "payload", "deployment")} AS deployment, SUM(${jsonNumber(sql, "payload", "totalTokens")}) AS tokens, COUNT(*) AS calls
           FROM events WHERE type IN ('gateway.call', 'gateway.usage') AND at >= ${since} GROUP BY 1, 2 ORDER BY 1, 2`.pipe(Effect.orDie),
       cursors: sql<{ connection: string; stream: string; position: string; order: number; updatedAt: number }>`SELECT connection, stream, position,
-          ord AS "order", updated_at AS updatedAt FROM cursors ORDER BY connection, stream`.pipe(Effect.orDie),
+          ord AS "order", updated_at AS "updatedAt" FROM cursors ORDER BY connection, stream`.pipe(Effect.orDie),
       tableCounts: sql<Record<string, number | null>>`SELECT ${sql.literal([
         // Each min and max alone in its query: SQLite seeks only for a lone min() or max().
-        ...history.map((t) => `(SELECT max(rowid) FROM ${t}) - (SELECT min(rowid) FROM ${t}) + 1 AS ${t}`),
+        ...history.map(([t, key]) => `(SELECT max(${key}) FROM ${t}) - (SELECT min(${key}) FROM ${t}) + 1 AS ${t}`),
         ...workingSets.map((t) => `(SELECT COUNT(*) FROM ${t}) AS ${t}`)
       ].join(", "))}`.pipe(
         Effect.map(([row]) => Object.fromEntries(shown.map((t) => [t, row?.[t] ?? 0]))),

@@ -3,6 +3,7 @@ import { SqlClient, SqlError, Statement } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { Context, Deferred, Duration, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
 import { createRequire } from "node:module"
+import { type Program, type Step, Transactions } from "./Transactions.js"
 
 /** The better-sqlite3 calls this client makes (the package ships no types). */
 interface BetterStatement {
@@ -40,36 +41,6 @@ export interface ImmediateSqliteClientConfig {
   readonly busyTimeout?: Duration.DurationInput | undefined
 }
 
-/** Plain statements for a synchronous transaction: better-sqlite3 calls, no Effect per statement. */
-export interface SyncStatements {
-  readonly all: <A = Record<string, unknown>>(sql: string, ...params: ReadonlyArray<unknown>) => Array<A>
-  readonly get: <A = Record<string, unknown>>(sql: string, ...params: ReadonlyArray<unknown>) => A | undefined
-  readonly run: (sql: string, ...params: ReadonlyArray<unknown>) => { readonly changes: number; readonly lastInsertRowid: number }
-}
-
-export declare namespace SqliteTransactions {
-  export interface Service {
-    /**
-     * Runs `f` in one `BEGIN IMMEDIATE` transaction on the client's connection, synchronously: a
-     * statement costs microseconds instead of an Effect each. Holds the connection like
-     * `withTransaction` (other fibers wait); inside a `withTransaction` of the same fiber it joins
-     * that transaction (as a savepoint). `f` must not block on anything outside SQLite; a throw
-     * rolls back and fails with SqlError.
-     */
-    readonly transaction: <A>(f: (db: SyncStatements) => A) => Effect.Effect<A, SqlError.SqlError>
-    /**
-     * `transaction` with group commit: the calls of fibers that run in the same scheduler turn
-     * share one commit (the first waits one yield for the others). Each `f` runs in its own
-     * savepoint, so a throw fails only its caller. Inside a `withTransaction`, as `transaction`.
-     * For small transitions many fibers make at once (turns that end together after a restart).
-     */
-    readonly grouped: <A>(f: (db: SyncStatements) => A) => Effect.Effect<A, SqlError.SqlError>
-  }
-}
-
-/** The synchronous transaction path, for hot multi-statement transactions (ingest, turn transitions). */
-export class SqliteTransactions extends Context.Tag("pynchy/SqliteTransactions")<SqliteTransactions, SqliteTransactions.Service>() {}
-
 /** A bounded LRU of prepared statements (a Map keeps insertion order: a hit moves to the end). */
 const statementCache = (db: BetterDatabase, size: number, ttlMillis: number, now: () => number) => {
   const entries = new Map<string, { readonly statement: BetterStatement; used: number }>()
@@ -100,7 +71,7 @@ const failed = (cause: unknown, message = "Failed to execute statement") => new 
  * options it mirrors) for one reason: write transactions begin IMMEDIATE. A deferred BEGIN that
  * reads and then writes fails at once with SQLITE_BUSY (no busy wait) when another process (`pynchy
  * send`, the MCP server) committed in between; IMMEDIATE takes the write lock first, under
- * busy_timeout. It also offers `SqliteTransactions`, the synchronous path the hot transactions use.
+ * busy_timeout. It also runs `Transactions` programs synchronously, the path the hot transactions use.
  */
 export const make = (options: ImmediateSqliteClientConfig) =>
   Effect.gen(function* () {
@@ -182,32 +153,45 @@ export const make = (options: ImmediateSqliteClientConfig) =>
       ...(transformRows ? { transformRows } : {})
     })
 
-    const sync: SyncStatements = {
-      all: (sql, ...params) => statement(sql).all(...params) as Array<never>,
-      get: (sql, ...params) => statement(sql).get(...params) as never,
-      run: (sql, ...params) => {
-        const r = statement(sql).run(...params)
-        return { changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) }
+    // A program's statements run synchronously: each step is a prepared better-sqlite3 call.
+    const step = (s: Step): unknown => {
+      switch (s.op) {
+        case "all":
+          return statement(s.sql).all(...s.params)
+        case "get":
+          return statement(s.sql).get(...s.params)
+        case "run":
+          return statement(s.sql).run(...s.params).changes
+        case "insert":
+          return Number(statement(s.sql).run(...s.params).lastInsertRowid)
+        case "lock":
+          return true
       }
     }
+    const drive = <A>(program: Program<A>): A => {
+      let r = program.next()
+      while (!r.done) r = program.next(step(r.value))
+      return r.value
+    }
     // better-sqlite3 nests a transaction opened inside another as a savepoint.
-    const runSync = <A>(f: (db: SyncStatements) => A) =>
-      Effect.try({ try: () => db.transaction(() => f(sync)).immediate(), catch: (cause) => failed(cause, "synchronous transaction failed") })
+    const runSync = <A>(f: () => A) =>
+      Effect.try({ try: () => db.transaction(f).immediate(), catch: (cause) => failed(cause, "synchronous transaction failed") })
     // Not an optional dependency: the probe @effect/sql's own withTransaction makes to tell
     // whether this fiber is inside a transaction (then it already holds the connection).
     const inTransaction = Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), Option.isSome)
-    const transaction = <A>(f: (db: SyncStatements) => A) =>
-      Effect.flatMap(inTransaction, (open) => open ? runSync(f) : semaphore.withPermits(1)(runSync(f)))
+    const transaction = <A>(program: () => Program<A>) => {
+      const f = () => drive(program())
+      return Effect.flatMap(inTransaction, (open) => open ? runSync(f) : semaphore.withPermits(1)(runSync(f)))
+    }
 
-    type Grouped = { readonly f: (db: SyncStatements) => unknown; readonly done: Deferred.Deferred<unknown, SqlError.SqlError> }
+    type Grouped = { readonly f: () => unknown; readonly done: Deferred.Deferred<unknown, SqlError.SqlError> }
     let group: Array<Grouped> = []
     const commitGroup = Effect.suspend(() => {
       const batch = group
       group = []
-      const each = batch.map((g) => () => g.f(sync))
-      return semaphore.withPermits(1)(runSync(() => each.map((run) => {
+      return semaphore.withPermits(1)(runSync(() => batch.map((g) => {
         try {
-          return Exit.succeed(db.transaction(run).immediate())
+          return Exit.succeed(db.transaction(g.f).immediate())
         } catch (cause) {
           return Exit.fail(failed(cause))
         }
@@ -218,8 +202,9 @@ export const make = (options: ImmediateSqliteClientConfig) =>
         })
       )
     })
-    const grouped = <A>(f: (db: SyncStatements) => A): Effect.Effect<A, SqlError.SqlError> =>
+    const grouped = <A>(program: () => Program<A>): Effect.Effect<A, SqlError.SqlError> =>
       Effect.flatMap(inTransaction, (open) => {
+        const f = () => drive(program())
         if (open) return runSync(f)
         return Effect.flatMap(Deferred.make<unknown, SqlError.SqlError>(), (done) => {
           group.push({ f, done })
@@ -228,13 +213,13 @@ export const make = (options: ImmediateSqliteClientConfig) =>
           return Effect.zipRight(lead, Deferred.await(done)) as Effect.Effect<A, SqlError.SqlError>
         })
       })
-    const transactions = SqliteTransactions.of({ transaction, grouped })
+    const transactions = Transactions.of({ transaction, grouped })
     return { client, transactions }
   })
 
-/** SqlClient and SqliteTransactions on one SQLite file (or `:memory:`). */
-export const layer = (options: ImmediateSqliteClientConfig): Layer.Layer<SqlClient.SqlClient | SqliteTransactions, SqlError.SqlError> =>
+/** SqlClient and Transactions on one SQLite file (or `:memory:`). */
+export const layer = (options: ImmediateSqliteClientConfig): Layer.Layer<SqlClient.SqlClient | Transactions, SqlError.SqlError> =>
   Layer.scopedContext(
     Effect.map(make(options), ({ client, transactions }) =>
-      Context.make(SqlClient.SqlClient, client).pipe(Context.add(SqliteTransactions, transactions)))
+      Context.make(SqlClient.SqlClient, client).pipe(Context.add(Transactions, transactions)))
   ).pipe(Layer.provide(Reactivity.layer))

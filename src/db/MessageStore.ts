@@ -3,8 +3,8 @@ import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { ConnectionName, ConversationId, MessageId, TurnId, WorkspaceId } from "../domain/ids.js"
 import { Cursor, Direction, Message, type Ingested } from "../domain/message.js"
 import { Conversation } from "../domain/workspace.js"
-import { SqliteTransactions, type SyncStatements } from "./ImmediateSqliteClient.js"
 import { MetadataColumn } from "./rows.js"
+import * as Tx from "./Transactions.js"
 
 /** One inbound message, already routed to its conversation, as the store writes it. */
 export interface IngestRow {
@@ -33,16 +33,19 @@ interface Known {
 
 const knownReceipt = `SELECT r.message_id AS id, m.conversation_id AS conv, r.fingerprint AS f
   FROM receipts r JOIN messages m ON m.id = r.message_id WHERE r.connection = ? AND r.provider_event_id = ?`
-const insertConversation = "INSERT OR IGNORE INTO conversations (id, connection, place, workspace, created_at) VALUES (?, ?, ?, ?, ?)"
+const insertConversation = "INSERT INTO conversations (id, connection, place, workspace, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
 const insertMessage = "INSERT INTO messages (conversation_id, direction, sender, text, metadata, created_at, trace_parent) VALUES (?, 'in', ?, ?, ?, ?, ?)"
-const insertReceipt = "INSERT INTO receipts (connection, provider_event_id, message_id, fingerprint) VALUES (?, ?, ?, ?)"
+// On SQLite the receipt was just looked up under the one write lock: it never conflicts. On
+// Postgres another connection may have written it since: its insert waits for that commit, and
+// then does nothing.
+const insertReceipt = "INSERT INTO receipts (connection, provider_event_id, message_id, fingerprint) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
 const upsertCursorSql = `INSERT INTO cursors (connection, stream, position, ord, updated_at) VALUES (?, ?, ?, ?, ?)
   ON CONFLICT (connection, stream) DO UPDATE SET position = excluded.position, ord = excluded.ord, updated_at = excluded.updated_at
   WHERE excluded.ord > cursors.ord`
 
 /** A message's columns as `MessageRow` reads them (`m` is the messages table's alias). */
-export const messageColumns = `m.id, m.conversation_id AS conversationId, m.direction, m.sender, m.text, m.metadata, m.created_at AS createdAt, m.handled_by AS handledBy, m.trace_parent AS traceParent`
-export const conversationColumns = "id, connection, place, workspace, created_at AS createdAt"
+export const messageColumns = `m.id, m.conversation_id AS "conversationId", m.direction, m.sender, m.text, m.metadata, m.created_at AS "createdAt", m.handled_by AS "handledBy", m.trace_parent AS "traceParent"`
+export const conversationColumns = `id, connection, place, workspace, created_at AS "createdAt"`
 
 export const MessageRow = Schema.Struct({
   id: MessageId,
@@ -112,47 +115,56 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
   static readonly make = Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const { transaction } = yield* SqliteTransactions
+    const { transaction } = yield* Tx.Transactions
 
-    // The hot path: one synchronous transaction of prepared statements, a few µs each (through
-    // SqlClient a statement costs an Effect, a span and the connection permit).
+    // The hot path: one transaction program (on SQLite synchronous prepared statements, a few µs
+    // each; through SqlClient a statement costs an Effect, a span and the connection permit).
     const ingestBatch = (rows: ReadonlyArray<IngestRow>): Effect.Effect<ReadonlyArray<Ingested>> => {
       if (rows.length === 0) return Effect.succeed([])
-      return Effect.flatMap(Clock.currentTimeMillis, (now) => transaction((db) => writeBatch(db, rows, now))).pipe(
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => transaction(() => writeBatch(rows, now))).pipe(
         Effect.orDie,
         Effect.withSpan("MessageStore.ingestBatch", { captureStackTrace: false })
       )
     }
 
-    const writeBatch = (db: SyncStatements, rows: ReadonlyArray<IngestRow>, now: number): ReadonlyArray<Ingested> => {
+    const known = (receipt: { id: number; conv: string; f: string | null }): Known =>
+      ({ id: receipt.id, conversationId: ConversationId.make(receipt.conv), fingerprint: receipt.f ?? undefined, fresh: false })
+
+    const writeBatch = function* (rows: ReadonlyArray<IngestRow>, now: number): Tx.Program<ReadonlyArray<Ingested>> {
       // What each event id stands for: its message and the fingerprint it was first written with.
       const seen = new Map<string, Known>()
       const conversations = new Set<string>()
-      const results = rows.map((r): Ingested => {
+      const results: Array<Ingested> = []
+      for (const r of rows) {
         const key = `${r.connection}\u0000${r.providerEventId}`
         let k = seen.get(key)
         if (k === undefined) {
-          const receipt = db.get<{ id: number; conv: string; f: string | null }>(knownReceipt, r.connection, r.providerEventId)
+          const receipt = yield* Tx.get<{ id: number; conv: string; f: string | null }>(knownReceipt, r.connection, r.providerEventId)
           if (receipt !== undefined) {
-            k = { id: receipt.id, conversationId: ConversationId.make(receipt.conv), fingerprint: receipt.f ?? undefined, fresh: false }
+            k = known(receipt)
           } else {
             if (!conversations.has(r.conversationId)) {
               conversations.add(r.conversationId)
-              db.run(insertConversation, r.conversationId, r.connection, r.place, r.workspace, now)
+              yield* Tx.run(insertConversation, r.conversationId, r.connection, r.place, r.workspace, now)
             }
-            const id = db.run(insertMessage, r.conversationId, r.sender, r.text, JSON.stringify(r.metadata), now, r.traceParent ?? null).lastInsertRowid
+            const id = yield* Tx.insert(insertMessage, r.conversationId, r.sender, r.text, JSON.stringify(r.metadata), now, r.traceParent ?? null)
             // A missing fingerprint is stored as SQL NULL.
-            db.run(insertReceipt, r.connection, r.providerEventId, id, r.fingerprint ?? null)
-            seen.set(key, { id, conversationId: r.conversationId, fingerprint: r.fingerprint, fresh: true })
-            return { messageId: MessageId.make(id), conversationId: r.conversationId, duplicate: false, conflict: false }
+            if ((yield* Tx.run(insertReceipt, r.connection, r.providerEventId, id, r.fingerprint ?? null)) === 1) {
+              seen.set(key, { id, conversationId: r.conversationId, fingerprint: r.fingerprint, fresh: true })
+              results.push({ messageId: MessageId.make(id), conversationId: r.conversationId, duplicate: false, conflict: false })
+              continue
+            }
+            // Postgres only: a concurrent writer committed this event id first; its message stands.
+            yield* Tx.run("DELETE FROM messages WHERE id = ?", id)
+            k = known((yield* Tx.get<{ id: number; conv: string; f: string | null }>(knownReceipt, r.connection, r.providerEventId))!)
           }
           seen.set(key, k)
         }
         // Every other row of a known event id is a duplicate, or a conflict when both sides carry
         // a fingerprint and they differ.
         const conflict = r.fingerprint !== undefined && k.fingerprint !== undefined && r.fingerprint !== k.fingerprint
-        return { messageId: MessageId.make(k.id), conversationId: k.conversationId, duplicate: true, conflict }
-      })
+        results.push({ messageId: MessageId.make(k.id), conversationId: k.conversationId, duplicate: true, conflict })
+      }
       // Cursors advance for duplicates too: a replay after a crash still moves the position on.
       // A conflict writes nothing: its input is not the message it claims to be.
       const cursors = new Map<string, IngestRow>()
@@ -162,7 +174,7 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
         const prev = cursors.get(key)
         if (prev === undefined || prev.cursor!.order < r.cursor.order) cursors.set(key, r)
       })
-      for (const r of cursors.values()) db.run(upsertCursorSql, r.connection, r.cursor!.stream, r.cursor!.position, r.cursor!.order, now)
+      for (const r of cursors.values()) yield* Tx.run(upsertCursorSql, r.connection, r.cursor!.stream, r.cursor!.position, r.cursor!.order, now)
       return results
     }
 
@@ -176,37 +188,37 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
     const findMessage = SqlSchema.findOne({
       Request: MessageId,
       Result: MessageRow,
-      execute: (id) => sql`SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy, trace_parent AS traceParent FROM messages WHERE id = ${id}`
+      execute: (id) => sql`SELECT id, conversation_id AS "conversationId", direction, sender, text, metadata, created_at AS "createdAt", handled_by AS "handledBy", trace_parent AS "traceParent" FROM messages WHERE id = ${id}`
     })
     const recentMessages = SqlSchema.findAll({
       Request: Schema.Struct({ conversationId: ConversationId, limit: Schema.Int }),
       Result: MessageRow,
       execute: ({ conversationId, limit }) => sql`SELECT * FROM (
-          SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy, trace_parent AS traceParent
+          SELECT id, conversation_id AS "conversationId", direction, sender, text, metadata, created_at AS "createdAt", handled_by AS "handledBy", trace_parent AS "traceParent"
           FROM messages WHERE conversation_id = ${conversationId} ORDER BY id DESC LIMIT ${limit}
-        ) ORDER BY id ASC`
+        ) AS latest ORDER BY id ASC`
     })
     const messagesByIds = SqlSchema.findAll({
       Request: Schema.Array(MessageId),
       Result: MessageRow,
-      execute: (ids) => sql`SELECT id, conversation_id AS conversationId, direction, sender, text, metadata, created_at AS createdAt, handled_by AS handledBy, trace_parent AS traceParent
-        FROM messages WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)})) ORDER BY id`
+      execute: (ids) => sql`SELECT id, conversation_id AS "conversationId", direction, sender, text, metadata, created_at AS "createdAt", handled_by AS "handledBy", trace_parent AS "traceParent"
+        FROM messages WHERE ${sql.in("id", ids)} ORDER BY id`
     })
     const findConversation = SqlSchema.findOne({
       Request: ConversationId,
       Result: ConversationRow,
-      execute: (id) => sql`SELECT id, connection, place, workspace, created_at AS createdAt FROM conversations WHERE id = ${id}`
+      execute: (id) => sql`SELECT id, connection, place, workspace, created_at AS "createdAt" FROM conversations WHERE id = ${id}`
     })
     const allConversations = SqlSchema.findAll({
       Request: Schema.Void,
       Result: ConversationRow,
-      execute: () => sql`SELECT id, connection, place, workspace, created_at AS createdAt FROM conversations ORDER BY created_at, id`
+      execute: () => sql`SELECT id, connection, place, workspace, created_at AS "createdAt" FROM conversations ORDER BY created_at, id`
     })
     const findCursor = SqlSchema.findOne({
       Request: Schema.Struct({ connection: ConnectionName, stream: Schema.String }),
       Result: CursorRow,
       execute: ({ connection, stream }) =>
-        sql`SELECT connection, stream, position, ord AS "order", updated_at AS updatedAt FROM cursors WHERE connection = ${connection} AND stream = ${stream}`
+        sql`SELECT connection, stream, position, ord AS "order", updated_at AS "updatedAt" FROM cursors WHERE connection = ${connection} AND stream = ${stream}`
     })
 
     return MessageStore.of({
@@ -223,7 +235,7 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
       conversation: (id) => findConversation(id).pipe(Effect.map(Option.map((r) => Conversation.make(r))), Effect.orDie),
       conversations: allConversations(undefined).pipe(Effect.map((rs) => rs.map((r) => Conversation.make(r))), Effect.orDie),
       ensureConversation: (c) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => sql`INSERT OR IGNORE INTO conversations (id, connection, place, workspace, created_at) VALUES (${c.id}, ${c.connection}, ${c.place}, ${c.workspace}, ${now})`).pipe(Effect.asVoid, Effect.orDie),
+        Effect.flatMap(Clock.currentTimeMillis, (now) => sql`INSERT INTO conversations (id, connection, place, workspace, created_at) VALUES (${c.id}, ${c.connection}, ${c.place}, ${c.workspace}, ${now}) ON CONFLICT DO NOTHING`).pipe(Effect.asVoid, Effect.orDie),
       cursor: (connection, stream) => findCursor({ connection, stream }).pipe(Effect.map(Option.map((r) => Cursor.make(r))), Effect.orDie),
       advanceCursor: (connection, stream, position, order) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => upsertCursor(connection, stream, position, order, now)).pipe(Effect.orDie)

@@ -3,28 +3,29 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { MessageId } from "../domain/ids.js"
 import { RunOutcome, ScheduledTask, TaskRun } from "../domain/task.js"
 import { BoolColumn } from "./rows.js"
+import { asJsonText, jsonFieldText, jsonNumberText } from "./dialect.js"
 
 const TaskRow = Schema.Struct({ ...ScheduledTask.fields, notifySkipped: BoolColumn })
 
-const taskColumns = `id, workspace, kind, conversation_id AS conversationId, connection, place, prompt, cron, timezone,
-  every_ms AS everyMs, anchor, at, catch_up_ms AS catchUpMs, notify_skipped AS notifySkipped, pause_after_ms AS pauseAfterMs,
-  daily_tokens AS dailyTokens, definition, status, paused_at AS pausedAt, next_due AS nextDue, created_at AS createdAt, updated_at AS updatedAt`
+const taskColumns = `id, workspace, kind, conversation_id AS "conversationId", connection, place, prompt, cron, timezone,
+  every_ms AS "everyMs", anchor, at, catch_up_ms AS "catchUpMs", notify_skipped AS "notifySkipped", pause_after_ms AS "pauseAfterMs",
+  daily_tokens AS "dailyTokens", definition, status, paused_at AS "pausedAt", next_due AS "nextDue", created_at AS "createdAt", updated_at AS "updatedAt"`
 
-const runColumns = `task_id AS taskId, due_at AS dueAt, outcome, message_id AS messageId, turn_id AS turnId,
-  skipped_through AS skippedThrough, reason, created_at AS createdAt, finished_at AS finishedAt`
+const runColumns = `task_id AS "taskId", due_at AS "dueAt", outcome, message_id AS "messageId", turn_id AS "turnId",
+  skipped_through AS "skippedThrough", reason, created_at AS "createdAt", finished_at AS "finishedAt"`
 
 /**
  * The turns of a task's runs since a time (a run's turn: its own once settled, else the one
  * holding its message), each once, then the gateway usage of those turns since that time. Runs due
  * up to a day earlier are looked at: a run due before midnight may spend after it.
  */
-const spendSql = (taskFilter: string) => `WITH run_turns AS (
+const spendSql = (taskFilter: string, spend: { readonly tokens: string; readonly turnId: string; readonly turn: string }) => `WITH run_turns AS (
     SELECT DISTINCT r.task_id, COALESCE(r.turn_id, c.turn_id) AS turn
     FROM task_runs r LEFT JOIN delivery_claims c ON c.message_id = r.message_id
     WHERE ${taskFilter} AND r.due_at >= ? - 86400000 AND r.outcome <> 'skipped'
   )
-  SELECT t.task_id AS taskId, SUM(json_extract(e.payload, '$.totalTokens')) AS tokens
-  FROM run_turns t JOIN events e ON json_extract(e.payload, '$.turnId') = t.turn AND e.type = 'gateway.call'
+  SELECT t.task_id AS "taskId", SUM(${spend.tokens}) AS tokens
+  FROM run_turns t JOIN events e ON ${spend.turnId} = ${spend.turn} AND e.type = 'gateway.call'
   WHERE e.at >= ?
   GROUP BY t.task_id`
 
@@ -78,6 +79,8 @@ export declare namespace TaskStore {
 export class TaskStore extends Context.Tag("pynchy/TaskStore")<TaskStore, TaskStore.Service>() {
   static readonly make = Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    // The join of 0012's events_turn index, in the dialect at hand.
+    const spend = { tokens: jsonNumberText(sql, "e.payload", "totalTokens"), turnId: jsonFieldText(sql, "e.payload", "turnId"), turn: asJsonText(sql, "t.turn") }
     const findTask = SqlSchema.findOne({ Request: Schema.String, Result: TaskRow, execute: (id) => sql`SELECT ${sql.literal(taskColumns)} FROM scheduled_tasks WHERE id = ${id}` })
     const toTask = (r: typeof TaskRow.Type) => ScheduledTask.make(r)
     const decodeTasks = Schema.decodeUnknown(Schema.Array(TaskRow))
@@ -86,7 +89,7 @@ export class TaskStore extends Context.Tag("pynchy/TaskStore")<TaskStore, TaskSt
     const list: TaskStore.Service["list"] = (filter = {}) =>
       Effect.gen(function* () {
         const rows = yield* sql`SELECT ${sql.literal(taskColumns)} FROM scheduled_tasks
-          WHERE (${filter.workspace ?? null} IS NULL OR workspace = ${filter.workspace ?? null})
+          WHERE (CAST(${filter.workspace ?? null} AS TEXT) IS NULL OR workspace = ${filter.workspace ?? null})
             AND (${filter.activeOnly ? 1 : 0} = 0 OR status = 'active')
           ORDER BY created_at DESC, id`
         return (yield* decodeTasks(rows)).map(toTask)
@@ -101,8 +104,8 @@ export class TaskStore extends Context.Tag("pynchy/TaskStore")<TaskStore, TaskSt
 
     const tokensSince: TaskStore.Service["tokensSince"] = (since, taskId) =>
       (taskId === undefined
-        ? sql.unsafe<{ taskId: string; tokens: number }>(spendSql("1 = 1"), [since, since])
-        : sql.unsafe<{ taskId: string; tokens: number }>(spendSql("r.task_id = ?"), [taskId, since, since])
+        ? sql.unsafe<{ taskId: string; tokens: number }>(spendSql("1 = 1", spend), [since, since])
+        : sql.unsafe<{ taskId: string; tokens: number }>(spendSql("r.task_id = ?", spend), [taskId, since, since])
       ).pipe(Effect.map((rows) => new Map(rows.map((r) => [r.taskId, r.tokens]))), Effect.orDie)
 
     return TaskStore.of({
@@ -126,7 +129,7 @@ export class TaskStore extends Context.Tag("pynchy/TaskStore")<TaskStore, TaskSt
             status = excluded.status, paused_at = NULL, next_due = excluded.next_due, updated_at = excluded.updated_at`.pipe(Effect.asVoid, Effect.orDie),
       cancel: (id, now, workspace) =>
         sql<{ id: string }>`UPDATE scheduled_tasks SET status = 'cancelled', next_due = NULL, updated_at = ${now}
-          WHERE id = ${id} AND status = 'active' AND (${workspace ?? null} IS NULL OR workspace = ${workspace ?? null}) RETURNING id`.pipe(
+          WHERE id = ${id} AND status = 'active' AND (CAST(${workspace ?? null} AS TEXT) IS NULL OR workspace = ${workspace ?? null}) RETURNING id`.pipe(
           Effect.map((r) => r.length > 0),
           Effect.orDie
         ),
@@ -157,7 +160,7 @@ export class TaskStore extends Context.Tag("pynchy/TaskStore")<TaskStore, TaskSt
       tokensLeft: (messageIds, since) =>
         Effect.gen(function* () {
           const capped = yield* sql<{ id: string; cap: number }>`SELECT DISTINCT t.id, t.daily_tokens AS cap FROM task_runs r JOIN scheduled_tasks t ON t.id = r.task_id
-            WHERE r.message_id IN (SELECT value FROM json_each(${JSON.stringify(messageIds)})) AND t.daily_tokens IS NOT NULL`
+            WHERE ${sql.in("r.message_id", messageIds)} AND t.daily_tokens IS NOT NULL`
           let left: number | null = null
           for (const { id, cap } of capped) {
             const used = (yield* tokensSince(since, id)).get(id) ?? 0

@@ -4,8 +4,8 @@ import { ConversationId, ExecutorId, HostEpoch, MessageId, TurnId } from "../dom
 import type { Message } from "../domain/message.js"
 import { Turn, TurnOwner, TurnStatus } from "../domain/turn.js"
 import type { Conversation } from "../domain/workspace.js"
-import { SqliteTransactions, type SyncStatements } from "./ImmediateSqliteClient.js"
 import { conversationColumns, conversationOfRow, messageColumns, messageOfRow } from "./MessageStore.js"
+import * as Tx from "./Transactions.js"
 
 const TurnRow = Schema.Struct({
   id: TurnId,
@@ -34,8 +34,8 @@ const toTurn = (r: TurnRow): Turn =>
     updatedAt: r.updatedAt
   })
 
-const turnColumns = `id, conversation_id AS conversationId, status, attempts, owner_epoch AS ownerEpoch, executor_id AS executorId,
-  not_before AS notBefore, error, created_at AS createdAt, updated_at AS updatedAt`
+const turnColumns = `id, conversation_id AS "conversationId", status, attempts, owner_epoch AS "ownerEpoch", executor_id AS "executorId",
+  not_before AS "notBefore", error, created_at AS "createdAt", updated_at AS "updatedAt"`
 
 const activeSql = `SELECT ${turnColumns} FROM turns WHERE conversation_id = ? AND status IN ('queued', 'running', 'interrupted')`
 const resumeSql = `UPDATE turns SET status = 'running', attempts = attempts + 1, owner_epoch = ?, executor_id = ?, updated_at = ?
@@ -48,6 +48,11 @@ const claimedSql = `SELECT ${messageColumns} FROM delivery_claims c JOIN message
 const pendingSql = `SELECT ${messageColumns} FROM messages m WHERE m.conversation_id = ? AND m.direction = 'in'
   AND m.handled_by IS NULL AND NOT EXISTS (SELECT 1 FROM delivery_claims c WHERE c.message_id = m.id) ORDER BY m.id`
 const conversationSql = `SELECT ${conversationColumns} FROM conversations WHERE id = ?`
+// Acquires of one conversation exclude each other: on Postgres (several connections, several
+// hosts) the conversation's row is locked first, and a conversation another transaction is
+// acquiring is skipped as Busy (no wait, no retry); NO KEY UPDATE, so ingest's foreign-key checks
+// on the row never wait for it. On SQLite the transaction already holds the one write lock.
+const lockConversationSql = "SELECT id FROM conversations WHERE id = ? FOR NO KEY UPDATE SKIP LOCKED"
 const createSql = `INSERT INTO turns (conversation_id, status, attempts, owner_epoch, executor_id, not_before, created_at, updated_at)
   VALUES (?, 'running', 1, ?, ?, 0, ?, ?) RETURNING ${turnColumns}`
 const claimSql = "INSERT INTO delivery_claims (message_id, turn_id) VALUES (?, ?)"
@@ -152,13 +157,13 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
       sql<{ id: number }>`SELECT message_id AS id FROM delivery_claims WHERE turn_id = ${turnId} ORDER BY message_id`.pipe(
         Effect.map((rows) => rows.map((r) => MessageId.make(r.id)))
       )
-    // acquire and finish run on every turn: one synchronous transaction each (see SqliteTransactions).
-    const { grouped, transaction } = yield* SqliteTransactions
+    // acquire and finish run on every turn: one transaction program each (see Transactions).
+    const { grouped, transaction } = yield* Tx.Transactions
     const turnOf = Schema.decodeUnknownSync(TurnRow)
 
-    const started = (db: SyncStatements, turn: Turn, rows: ReadonlyArray<unknown>) => {
+    const started = function* (turn: Turn, rows: ReadonlyArray<unknown>): Tx.Program<Acquired> {
       const messages = rows.map(messageOfRow)
-      const conversation = db.get(conversationSql, turn.conversationId)
+      const conversation = yield* Tx.get(conversationSql, turn.conversationId)
       return Acquired.Started({
         turn,
         messageIds: messages.map((m) => m.id),
@@ -167,32 +172,40 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
       })
     }
 
-    const acquireSync = (db: SyncStatements, conversationId: ConversationId, owner: TurnOwner, now: number): Acquired => {
-      const active = db.get(activeSql, conversationId)
+    const acquireOne = function* (conversationId: ConversationId, owner: TurnOwner, now: number): Tx.Program<Acquired> {
+      if (!(yield* Tx.lock(lockConversationSql, conversationId))) {
+        const exists = yield* Tx.get(conversationSql, conversationId)
+        return exists === undefined ? Acquired.Idle() : Acquired.Busy()
+      }
+      const active = yield* Tx.get(activeSql, conversationId)
       if (active !== undefined) {
         const t = turnOf(active)
         if (t.status === "running") return Acquired.Busy()
         if (t.notBefore > now) return Acquired.Later({ at: t.notBefore })
-        const resumed = turnOf(db.get(resumeSql, owner.epoch, owner.executor, now, t.id))
-        db.run(claimPendingSql, t.id, conversationId)
-        const claimed = db.all(claimedSql, t.id)
+        const resumed = turnOf(yield* Tx.get(resumeSql, owner.epoch, owner.executor, now, t.id))
+        yield* Tx.run(claimPendingSql, t.id, conversationId)
+        const claimed = yield* Tx.all(claimedSql, t.id)
         if (claimed.length === 0) {
           // A resumed turn whose messages were all taken elsewhere has nothing left to answer.
-          db.run("UPDATE turns SET status = 'completed', updated_at = ? WHERE id = ?", now, t.id)
+          yield* Tx.run("UPDATE turns SET status = 'completed', updated_at = ? WHERE id = ?", now, t.id)
           return Acquired.Idle()
         }
-        return started(db, toTurn(resumed), claimed)
+        return yield* started(toTurn(resumed), claimed)
       }
       // A new turn: the pending messages, the turn, their claims.
-      const pending = db.all<{ id: number }>(pendingSql, conversationId)
+      const pending = yield* Tx.all<{ id: number }>(pendingSql, conversationId)
       if (pending.length === 0) return Acquired.Idle()
-      const created = turnOf(db.get(createSql, conversationId, owner.epoch, owner.executor, now, now))
-      for (const p of pending) db.run(claimSql, p.id, created.id)
-      return started(db, toTurn(created), pending)
+      const created = turnOf(yield* Tx.get(createSql, conversationId, owner.epoch, owner.executor, now, now))
+      for (const p of pending) yield* Tx.run(claimSql, p.id, created.id)
+      return yield* started(toTurn(created), pending)
     }
 
     const acquireMany = (requests: ReadonlyArray<AcquireRequest>, now: number) =>
-      transaction((db) => requests.map((r) => acquireSync(db, r.conversationId, r.owner, now))).pipe(
+      transaction(function* () {
+        const results: Array<Acquired> = []
+        for (const r of requests) results.push(yield* acquireOne(r.conversationId, r.owner, now))
+        return results
+      }).pipe(
         Effect.orDie,
         Effect.withSpan("TurnStore.acquire", { captureStackTrace: false, attributes: { conversations: requests.length } })
       )
@@ -202,11 +215,11 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
     const finish = (turnId: TurnId, epoch: HostEpoch, status: "completed" | "blocked" | "failed", error: string | null) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
         // Turns that end together (a restart's backlog, a burst) share a commit.
-        grouped((db) => {
-          if (db.run(finishSql, status, error, now, turnId, epoch).changes === 0) return false
-          db.run(settleRunsSql, status, turnId, turnId, now, status, error, turnId)
-          db.run("UPDATE messages SET handled_by = ? WHERE id IN (SELECT message_id FROM delivery_claims WHERE turn_id = ?)", turnId, turnId)
-          db.run("DELETE FROM delivery_claims WHERE turn_id = ?", turnId)
+        grouped(function* () {
+          if ((yield* Tx.run(finishSql, status, error, now, turnId, epoch)) === 0) return false
+          yield* Tx.run(settleRunsSql, status, turnId, turnId, now, status, error, turnId)
+          yield* Tx.run("UPDATE messages SET handled_by = ? WHERE id IN (SELECT message_id FROM delivery_claims WHERE turn_id = ?)", turnId, turnId)
+          yield* Tx.run("DELETE FROM delivery_claims WHERE turn_id = ?", turnId)
           return true
         })).pipe(Effect.orDie)
 
@@ -227,12 +240,11 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
         const now = yield* Clock.currentTimeMillis
         return yield* sql.withTransaction(
           Effect.gen(function* () {
-            const ids = JSON.stringify(dead)
-            const released = yield* sql<{ n: number }>`DELETE FROM delivery_claims WHERE turn_id IN (SELECT value FROM json_each(${ids})) RETURNING 1 AS n`
+            const released = yield* sql<{ n: number }>`DELETE FROM delivery_claims WHERE ${sql.in("turn_id", dead)} RETURNING 1 AS n`
             yield* sql`UPDATE turns SET status = 'interrupted', owner_epoch = NULL, executor_id = NULL, updated_at = ${now}
-              WHERE id IN (SELECT value FROM json_each(${ids})) AND status = 'running'`
+              WHERE ${sql.in("id", dead)} AND status = 'running'`
             yield* sql`UPDATE turns SET owner_epoch = ${epoch}, updated_at = ${now}
-              WHERE id IN (SELECT value FROM json_each(${JSON.stringify(alive.map((t) => t.id))})) AND status = 'running'`
+              WHERE ${sql.in("id", alive.map((t) => t.id))} AND status = 'running'`
             const survivors = alive.map((t) => toTurn({ ...t, ownerEpoch: epoch }))
             return { interrupted: dead, releasedClaims: released.length, survivors } satisfies OrphanRelease
           })
@@ -269,12 +281,12 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
         })(undefined).pipe(Effect.map((rows) => rows.map(toTurn)), Effect.orDie),
       // Every count from an index, in time that does not grow with history: the active statuses
       // (turns_status), blocked and failed (their partial indexes); completed is the rest of the
-      // turns, a table rows are only appended to (max - min rowid, one seek each).
+      // turns, a table rows are only appended to (max - min id, one seek each).
       countByStatus: sql<{ status: string; n: number }>`
           SELECT status, COUNT(*) AS n FROM turns WHERE status IN ('queued', 'running', 'interrupted') GROUP BY status
           UNION ALL SELECT 'blocked', COUNT(*) FROM turns WHERE status = 'blocked'
           UNION ALL SELECT 'failed', COUNT(*) FROM turns WHERE status = 'failed'
-          UNION ALL SELECT 'all', COALESCE((SELECT max(rowid) FROM turns) - (SELECT min(rowid) FROM turns) + 1, 0)`.pipe(
+          UNION ALL SELECT 'all', COALESCE((SELECT max(id) FROM turns) - (SELECT min(id) FROM turns) + 1, 0)`.pipe(
         Effect.map((rows) => {
           const counts: Record<string, number> = Object.fromEntries(rows.filter((r) => r.n > 0).map((r) => [r.status, r.n]))
           const { all = 0, ...rest } = counts

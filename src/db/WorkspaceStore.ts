@@ -34,7 +34,7 @@ export class WorkspaceStore extends Context.Tag("pynchy/WorkspaceStore")<Workspa
     const binding = SqlSchema.findOne({
       Request: ConversationId,
       Result: BindingRow,
-      execute: (id) => sql`SELECT conversation_id AS conversationId, kind, ref, updated_at AS updatedAt FROM session_bindings WHERE conversation_id = ${id}`
+      execute: (id) => sql`SELECT conversation_id AS "conversationId", kind, ref, updated_at AS "updatedAt" FROM session_bindings WHERE conversation_id = ${id}`
     })
     return WorkspaceStore.of({
       register: (w) =>

@@ -13,6 +13,7 @@ import { m0011_schedule_spend } from "./migrations/0011_schedule_spend.js"
 import { m0012_event_lookups } from "./migrations/0012_event_lookups.js"
 import { m0013_turn_lookups } from "./migrations/0013_turn_lookups.js"
 import { m0014_delivery_parts } from "./migrations/0014_delivery_parts.js"
+import { ddl } from "./dialect.js"
 
 /**
  * Numbered migrations, applied in order and recorded in `pynchy_migrations`.
@@ -20,14 +21,14 @@ import { m0014_delivery_parts } from "./migrations/0014_delivery_parts.js"
  */
 const m0001_initial = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`CREATE TABLE conversations (
+  yield* ddl`CREATE TABLE conversations (
     id TEXT PRIMARY KEY,
     connection TEXT NOT NULL,
     place TEXT NOT NULL,
     workspace TEXT NOT NULL,
-    created_at INTEGER NOT NULL
+    created_at INTEGER NOT NULL${{ sqlite: "", pg: ",\n    rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE" }}
   )`
-  yield* sql`CREATE TABLE messages (
+  yield* ddl`CREATE TABLE messages (
     id INTEGER PRIMARY KEY,
     conversation_id TEXT NOT NULL REFERENCES conversations(id),
     direction TEXT NOT NULL CHECK (direction IN ('in', 'out')),
@@ -35,18 +36,18 @@ const m0001_initial = Effect.gen(function* () {
     text TEXT NOT NULL,
     metadata TEXT NOT NULL DEFAULT '{}',
     created_at INTEGER NOT NULL,
-    handled_by INTEGER REFERENCES turns(id)
+    handled_by INTEGER ${{ sqlite: "REFERENCES turns(id)", pg: "" }}
   )`
   // Pending inbound work per conversation: the queue's only scan.
   yield* sql`CREATE INDEX messages_pending ON messages (conversation_id, id) WHERE direction = 'in' AND handled_by IS NULL`
   yield* sql`CREATE INDEX messages_conversation ON messages (conversation_id, id)`
-  yield* sql`CREATE TABLE receipts (
+  yield* ddl`CREATE TABLE receipts (
     connection TEXT NOT NULL,
     provider_event_id TEXT NOT NULL,
     message_id INTEGER NOT NULL REFERENCES messages(id),
     PRIMARY KEY (connection, provider_event_id)
   ) WITHOUT ROWID`
-  yield* sql`CREATE TABLE cursors (
+  yield* ddl`CREATE TABLE cursors (
     connection TEXT NOT NULL,
     stream TEXT NOT NULL,
     position TEXT NOT NULL,
@@ -54,7 +55,7 @@ const m0001_initial = Effect.gen(function* () {
     updated_at INTEGER NOT NULL,
     PRIMARY KEY (connection, stream)
   ) WITHOUT ROWID`
-  yield* sql`CREATE TABLE turns (
+  yield* ddl`CREATE TABLE turns (
     id INTEGER PRIMARY KEY,
     conversation_id TEXT NOT NULL REFERENCES conversations(id),
     status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'failed', 'interrupted')),
@@ -66,16 +67,21 @@ const m0001_initial = Effect.gen(function* () {
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
   )`
+  // Postgres checks a reference when it is made: messages' to turns waits for the turns table.
+  yield* sql.onDialectOrElse({
+    pg: () => sql`ALTER TABLE messages ADD FOREIGN KEY (handled_by) REFERENCES turns(id)`,
+    orElse: () => Effect.void
+  })
   // At most one active turn per conversation.
   yield* sql`CREATE UNIQUE INDEX turns_one_active ON turns (conversation_id) WHERE status IN ('queued', 'running', 'interrupted')`
   yield* sql`CREATE INDEX turns_status ON turns (status) WHERE status IN ('queued', 'running', 'interrupted')`
   // One claim per message.
-  yield* sql`CREATE TABLE delivery_claims (
+  yield* ddl`CREATE TABLE delivery_claims (
     message_id INTEGER PRIMARY KEY REFERENCES messages(id),
     turn_id INTEGER NOT NULL REFERENCES turns(id)
   )`
   yield* sql`CREATE INDEX delivery_claims_turn ON delivery_claims (turn_id)`
-  yield* sql`CREATE TABLE deliveries (
+  yield* ddl`CREATE TABLE deliveries (
     id INTEGER PRIMARY KEY,
     idempotency_key TEXT NOT NULL UNIQUE,
     conversation_id TEXT NOT NULL REFERENCES conversations(id),
@@ -89,18 +95,18 @@ const m0001_initial = Effect.gen(function* () {
     updated_at INTEGER NOT NULL
   )`
   yield* sql`CREATE INDEX deliveries_pending ON deliveries (conversation_id, id) WHERE status = 'pending'`
-  yield* sql`CREATE TABLE workspaces (
+  yield* ddl`CREATE TABLE workspaces (
     id TEXT PRIMARY KEY,
     definition TEXT NOT NULL,
-    created_at INTEGER NOT NULL
+    created_at INTEGER NOT NULL${{ sqlite: "", pg: ",\n    rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE" }}
   )`
-  yield* sql`CREATE TABLE session_bindings (
+  yield* ddl`CREATE TABLE session_bindings (
     conversation_id TEXT PRIMARY KEY REFERENCES conversations(id),
     kind TEXT NOT NULL CHECK (kind IN ('llm', 'attachment')),
     ref TEXT NOT NULL,
     updated_at INTEGER NOT NULL
   )`
-  yield* sql`CREATE TABLE attachments (
+  yield* ddl`CREATE TABLE attachments (
     id INTEGER PRIMARY KEY,
     conversation_id TEXT NOT NULL,
     runtime_id TEXT NOT NULL,
@@ -115,19 +121,19 @@ const m0001_initial = Effect.gen(function* () {
   )`
   // One current attachment per conversation.
   yield* sql`CREATE UNIQUE INDEX attachments_one_current ON attachments (conversation_id) WHERE state = 'current'`
-  yield* sql`CREATE TABLE events (
+  yield* ddl`CREATE TABLE events (
     id INTEGER PRIMARY KEY,
     type TEXT NOT NULL,
     payload TEXT NOT NULL,
     at INTEGER NOT NULL
   )`
-  yield* sql`CREATE TABLE host_runs (
+  yield* ddl`CREATE TABLE host_runs (
     epoch TEXT PRIMARY KEY,
     pid INTEGER NOT NULL,
     version TEXT NOT NULL,
     started_at INTEGER NOT NULL,
     ready_at INTEGER,
-    stopped_at INTEGER
+    stopped_at INTEGER${{ sqlite: "", pg: ",\n    rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE" }}
   )`
 })
 

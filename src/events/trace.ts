@@ -8,6 +8,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { type EventOf, HostEvent } from "./HostEvent.js"
 import { type Verdict, verdictOf } from "./trace-verdict.js"
+import { jsonField } from "../db/dialect.js"
 
 /** Nothing in the database answers to the query. */
 export class TraceTargetUnknown extends Schema.TaggedError<TraceTargetUnknown>()("TraceTargetUnknown", { query: Schema.String }) {
@@ -83,7 +84,7 @@ const decodeEvent = Schema.decodeUnknownOption(HostEvent)
 const eventOf = (row: { type: string; payload: string; at: number }): Option.Option<HostEvent> =>
   decodeEvent({ ...(JSON.parse(row.payload) as object), type: row.type, at: row.at })
 
-const turnColumns = "id, status, attempts, error, not_before AS notBefore, created_at AS createdAt, updated_at AS updatedAt"
+const turnColumns = `id, status, attempts, error, not_before AS "notBefore", created_at AS "createdAt", updated_at AS "updatedAt"`
 
 /**
  * Traces `query`: a message id, a conversation (its latest inbound message, or its latest refusal
@@ -93,11 +94,11 @@ const turnColumns = "id, status, attempts, error, not_before AS notBefore, creat
 export const trace = (query: string | undefined, hostRunning: boolean) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const messageCols = sql.literal(`m.id, m.conversation_id AS conversationId, c.connection, c.place, c.workspace, m.created_at AS receivedAt, m.handled_by AS handledBy,
-      (SELECT r.provider_event_id FROM receipts r WHERE r.message_id = m.id) AS providerEventId`)
+    const messageCols = sql.literal(`m.id, m.conversation_id AS "conversationId", c.connection, c.place, c.workspace, m.created_at AS "receivedAt", m.handled_by AS "handledBy",
+      (SELECT r.provider_event_id FROM receipts r WHERE r.message_id = m.id) AS "providerEventId"`)
     const refusal = (field: "conversationId" | "providerEventId", value: string | null) =>
       sql<{ type: string; payload: string; at: number }>`SELECT type, payload, at FROM events WHERE type = 'message.no_route'
-        ${value === null ? sql`` : sql`AND json_extract(payload, ${"$." + field}) = ${value}`} ORDER BY id DESC LIMIT 1`.pipe(
+        ${value === null ? sql`` : sql`AND ${jsonField(sql, "payload", field)} = ${value}`} ORDER BY id DESC LIMIT 1`.pipe(
         Effect.map((rows) => Option.getOrNull(Option.flatMap(Option.fromNullable(rows[0]), eventOf)) as EventOf<"message.no_route"> | null)
       )
     const later = (m: TracedMessage | undefined, r: EventOf<"message.no_route"> | null) =>
@@ -132,15 +133,15 @@ export const trace = (query: string | undefined, hostRunning: boolean) =>
 const storyOf = (m: TracedMessage, hostRunning: boolean) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const claimed = (yield* sql<{ turnId: number }>`SELECT turn_id AS turnId FROM delivery_claims WHERE message_id = ${m.id}`)[0]?.turnId ?? m.handledBy
+    const claimed = (yield* sql<{ turnId: number }>`SELECT turn_id AS "turnId" FROM delivery_claims WHERE message_id = ${m.id}`)[0]?.turnId ?? m.handledBy
     const turn = claimed === null ? null : (yield* sql<TracedTurn>`SELECT ${sql.literal(turnColumns)} FROM turns WHERE id = ${claimed}`)[0] ?? null
     const ahead = turn !== null ? null : (yield* sql<TracedTurn>`SELECT ${sql.literal(turnColumns)} FROM turns
       WHERE conversation_id = ${m.conversationId} AND status IN ('queued', 'running', 'interrupted') ORDER BY id LIMIT 1`)[0] ?? null
-    const deliveries = turn === null ? [] : yield* sql<TracedDelivery>`SELECT id, idempotency_key AS idempotencyKey, kind, status, attempts, error, updated_at AS updatedAt
+    const deliveries = turn === null ? [] : yield* sql<TracedDelivery>`SELECT id, idempotency_key AS "idempotencyKey", kind, status, attempts, error, updated_at AS "updatedAt"
       FROM deliveries WHERE turn_id = ${turn.id} ORDER BY id`
-    const approvals = turn === null ? [] : yield* sql<TracedApproval>`SELECT id AS code, action, status, expires_at AS expiresAt FROM approvals WHERE turn_id = ${turn.id} ORDER BY created_at`
+    const approvals = turn === null ? [] : yield* sql<TracedApproval>`SELECT id AS code, action, status, expires_at AS "expiresAt" FROM approvals WHERE turn_id = ${turn.id} ORDER BY created_at`
     const rows = yield* sql<{ type: string; payload: string; at: number }>`SELECT type, payload, at FROM events
-      WHERE json_extract(payload, '$.conversationId') = ${m.conversationId} AND at >= ${m.receivedAt - 1_000} ORDER BY id LIMIT 5000`
+      WHERE ${jsonField(sql, "payload", "conversationId")} = ${m.conversationId} AND at >= ${m.receivedAt - 1_000} ORDER BY id LIMIT 5000`
     const codes = new Set(approvals.map((a) => a.code))
     const started = turn?.createdAt ?? Number.POSITIVE_INFINITY
     const events = rows.flatMap((r) => Option.toArray(eventOf(r))).filter((e) =>
@@ -150,7 +151,7 @@ const storyOf = (m: TracedMessage, hostRunning: boolean) =>
       (e.type === "approval.decided" && codes.has(e.code))
     )
     const readiness = yield* sql<{ type: string; at: number }>`SELECT type, at FROM events WHERE type IN ('runtime.ready', 'runtime.unready')
-      AND json_extract(payload, '$.runtime') = ${m.connection} ORDER BY id DESC LIMIT 1`
+      AND ${jsonField(sql, "payload", "runtime")} = ${m.connection} ORDER BY id DESC LIMIT 1`
     const channelReady = readiness[0] === undefined ? null : { ready: readiness[0].type === "runtime.ready", since: readiness[0].at }
     return { message: m, noRoute: null, turn, ahead, deliveries, approvals, events, channelReady, hostRunning } satisfies TraceFacts
   })

@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { assert, describe, it } from "@effect/vitest"
+import { afterAll, assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Option } from "effect"
 import { ConnectionName, ConversationId, ExecutorId, HostEpoch, WorkspaceId } from "../../src/domain/ids.js"
 import { TurnOwner } from "../../src/domain/turn.js"
@@ -9,7 +9,7 @@ import { HostStore } from "../../src/db/HostStore.js"
 import { type IngestRow, MessageStore } from "../../src/db/MessageStore.js"
 import { TurnStore } from "../../src/db/TurnStore.js"
 import { WorkspaceStore } from "../../src/db/WorkspaceStore.js"
-import { databases, storesOn } from "../support/db.js"
+import { databases, stopPostgres, storesOn } from "../support/db.js"
 
 const conv = ConversationId.make("terminal:a")
 const row = (eventId: string, extra: Partial<IngestRow> = {}): IngestRow => ({
@@ -26,7 +26,9 @@ const row = (eventId: string, extra: Partial<IngestRow> = {}): IngestRow => ({
 const epoch = HostEpoch.make("e1")
 const owner = TurnOwner.make({ epoch, executor: ExecutorId.make("inproc:1") })
 
-describe.each(databases)("stores on the $name database", ({ layer }) => {
+afterAll(stopPostgres)
+
+describe.each(databases())("stores on the $name database", ({ layer }) => {
   const run = <A, E>(effect: Effect.Effect<A, E, MessageStore | TurnStore | DeliveryStore | WorkspaceStore | HostStore | SqlClient.SqlClient>) =>
     Effect.provide(effect, storesOn(layer()))
 

@@ -1,6 +1,5 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer } from "effect"
-import * as fs from "node:fs"
 import { HostConfig } from "../../config/HostConfig.js"
 import { ContextStore } from "../../db/ContextStore.js"
 import * as Database from "../../db/Database.js"
@@ -11,8 +10,8 @@ const json = Options.boolean("json").pipe(Options.withDescription("Print JSON in
 export const conversations = Command.make("conversations", { json }, ({ json }) =>
   Effect.gen(function* () {
     const config = yield* HostConfig
-    if (!fs.existsSync(config.databaseFile)) {
-      return yield* json ? Console.log("[]") : Console.log(`no database yet at ${config.databaseFile} (the host has never started here)`)
+    if (!Database.mayExist(config)) {
+      return yield* json ? Console.log("[]") : Console.log(`no database yet at ${Database.location(config)} (the host has never started here)`)
     }
     const rows = yield* Effect.flatMap(ContextStore, (s) => s.list)
     if (json) return yield* Console.log(JSON.stringify(rows, null, 2))

@@ -147,10 +147,11 @@ export const doctor = Command.make("doctor", {}, () =>
         ? { verdict: "ok", name: "data dir", detail: `${cfg.dataDir} is writable` }
         : { verdict: "fail", name: "data dir", detail: `${cfg.dataDir} is not writable`, fix: "set dataDir in pynchy.yaml or PYNCHY_DATA_DIR to a writable folder" })
       if (Either.isRight(writable)) {
-        const opened = yield* Effect.either(Effect.scoped(Layer.build(Database.layerFile(cfg.databaseFile))))
+        const opened = yield* Effect.either(Effect.scoped(Layer.build(Database.layerOf(cfg))))
+        const name = Option.isSome(cfg.databaseUrl) ? "postgres" : "sqlite"
         checks.push(Either.isRight(opened)
-          ? { verdict: "ok", name: "sqlite", detail: `${cfg.databaseFile} opens and is migrated` }
-          : { verdict: "fail", name: "sqlite", detail: opened.left.message, fix: "check the file's permissions, or move it aside to start afresh" })
+          ? { verdict: "ok", name, detail: `${Database.location(cfg)} opens and is migrated` }
+          : { verdict: "fail", name, detail: opened.left.message, fix: Option.isSome(cfg.databaseUrl) ? "check the server is up and the URL's user, password and database (docs/deploy.md)" : "check the file's permissions, or move it aside to start afresh" })
       }
     }
     checks.push(yield* sandboxCheck(Either.isRight(loaded) ? loaded.right.config : { containerRuntime: "auto", workspaces: [] }))

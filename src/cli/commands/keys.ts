@@ -10,7 +10,7 @@ const withStore = <A, E>(f: (store: GatewayKeyStore.Service, dataDir: string) =>
   Effect.gen(function* () {
     const host = yield* HostConfig.load
     return yield* Effect.flatMap(GatewayKeyStore, (store) => f(store, host.dataDir)).pipe(
-      Effect.provide(Layer.provide(GatewayKeyStore.layer, Database.layerFile(host.databaseFile)))
+      Effect.provide(Layer.provide(GatewayKeyStore.layer, Database.layerOf(host)))
     )
   })
 

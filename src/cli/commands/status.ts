@@ -1,6 +1,5 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer, Option } from "effect"
-import * as fs from "node:fs"
 import { HostConfig } from "../../config/HostConfig.js"
 import { HostStore } from "../../db/HostStore.js"
 import { TurnStore } from "../../db/TurnStore.js"
@@ -36,9 +35,9 @@ export const status = Command.make("status", { json }, ({ json }) =>
   Effect.gen(function* () {
     const config = yield* HostConfig
     const reports = yield* tunnels
-    if (!fs.existsSync(config.databaseFile)) {
+    if (!Database.mayExist(config)) {
       if (!json) yield* Console.log(tunnelLine(reports))
-      return yield* Console.log(`no database yet at ${config.databaseFile} (the host has never started here)`)
+      return yield* Console.log(`no database yet at ${Database.location(config)} (the host has never started here)`)
     }
     const host = yield* HostStore
     const counts = yield* host.tableCounts
@@ -57,9 +56,9 @@ export const status = Command.make("status", { json }, ({ json }) =>
         blocked: blocked.map((t) => ({ conversationId: t.conversationId, turnId: t.id, state: t.error, since: t.updatedAt }))
       }
       const tunnel = { url: publicUrl(reports)?.url ?? null, detected: reports }
-      return yield* Console.log(JSON.stringify({ database: config.databaseFile, counts, lastRun: Option.getOrNull(last), live, cursors, schedules, attachments, turns, tunnel }, null, 2))
+      return yield* Console.log(JSON.stringify({ database: Database.location(config), counts, lastRun: Option.getOrNull(last), live, cursors, schedules, attachments, turns, tunnel }, null, 2))
     }
-    yield* Console.log(`database  ${config.databaseFile}`)
+    yield* Console.log(`database  ${Database.location(config)}`)
     yield* Console.log(tunnelLine(reports))
     yield* Option.match(last, {
       onNone: () => Console.log("last run  never"),

@@ -1,6 +1,5 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Clock, Console, Effect, Either, Layer } from "effect"
-import * as fs from "node:fs"
 import { HostConfig } from "../../config/HostConfig.js"
 import * as Database from "../../db/Database.js"
 import * as Stores from "../../db/Stores.js"
@@ -19,8 +18,8 @@ const failed = (text: string) => Console.error(text).pipe(Effect.zipRight(Effect
 const list = Command.make("tasks", { json }, ({ json }) =>
   Effect.gen(function* () {
     const config = yield* HostConfig
-    if (!fs.existsSync(config.databaseFile)) {
-      return yield* json ? Console.log("[]") : Console.log(`no database yet at ${config.databaseFile} (the host has never started here)`)
+    if (!Database.mayExist(config)) {
+      return yield* json ? Console.log("[]") : Console.log(`no database yet at ${Database.location(config)} (the host has never started here)`)
     }
     const rows = yield* taskSummaries.pipe(Effect.provide(database))
     if (json) return yield* Console.log(JSON.stringify(rows, null, 2))

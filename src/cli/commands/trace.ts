@@ -1,6 +1,5 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Layer, Option } from "effect"
-import * as fs from "node:fs"
 import { HostConfig } from "../../config/HostConfig.js"
 import * as Database from "../../db/Database.js"
 import { trace as traceOf } from "../../events/trace.js"
@@ -18,8 +17,8 @@ const json = Options.boolean("json").pipe(Options.withDescription("Print JSON in
 export const trace = Command.make("trace", { target, last, json }, ({ json, last, target }) =>
   Effect.gen(function* () {
     const config = yield* HostConfig
-    if (!fs.existsSync(config.databaseFile)) {
-      return yield* Console.log(`no database yet at ${config.databaseFile} (the host has never started here)`)
+    if (!Database.mayExist(config)) {
+      return yield* Console.log(`no database yet at ${Database.location(config)} (the host has never started here)`)
     }
     if (Option.isNone(target) && !last) return yield* Console.log("name a message id, a platform event id or a conversation, or pass --last")
     const live = readStatusFile(config.dataDir)

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ddl } from "../dialect.js"
 
 /**
  * Human approvals of high-risk host actions. A request is keyed by (turn, action, input digest),
@@ -7,7 +8,7 @@ import { Effect } from "effect"
  */
 export const m0002_approvals = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`CREATE TABLE approvals (
+  yield* ddl`CREATE TABLE approvals (
     id TEXT PRIMARY KEY,
     conversation_id TEXT NOT NULL,
     turn_id INTEGER,
@@ -17,7 +18,7 @@ export const m0002_approvals = Effect.gen(function* () {
     created_at INTEGER NOT NULL,
     expires_at INTEGER NOT NULL,
     decided_at INTEGER,
-    decided_by TEXT
+    decided_by TEXT${{ sqlite: "", pg: ",\n    rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE" }}
   )`
   yield* sql`CREATE UNIQUE INDEX approvals_request ON approvals (turn_id, action, input_digest)`
 })

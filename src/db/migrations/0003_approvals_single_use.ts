@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ddl } from "../dialect.js"
 
 /**
  * Approvals become single-use and bound to the turn's attempt. A new status, `consumed`, is set
@@ -10,7 +11,7 @@ import { Effect } from "effect"
  */
 export const m0003_approvals_single_use = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`CREATE TABLE approvals_single_use (
+  yield* ddl`CREATE TABLE approvals_single_use (
     id TEXT PRIMARY KEY,
     conversation_id TEXT NOT NULL,
     turn_id INTEGER,
@@ -22,7 +23,7 @@ export const m0003_approvals_single_use = Effect.gen(function* () {
     expires_at INTEGER NOT NULL,
     decided_at INTEGER,
     decided_by TEXT,
-    consumed_at INTEGER
+    consumed_at INTEGER${{ sqlite: "", pg: ",\n    rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE" }}
   )`
   yield* sql`INSERT INTO approvals_single_use (id, conversation_id, turn_id, attempt, action, input_digest, status, created_at, expires_at, decided_at, decided_by)
     SELECT id, conversation_id, turn_id, NULL, action, input_digest, status, created_at, expires_at, decided_at, decided_by FROM approvals`

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ddl } from "../dialect.js"
 
 /**
  * Conversation memory: durable summaries of what fell out of the history window, the context
@@ -9,7 +10,7 @@ export const m0005_conversation_memory = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   // A summary covers every history entry up to its `through` position (turn, kind 0 = user
   // message / 1 = reply, id) under one context start; the newest one is the one sent.
-  yield* sql`CREATE TABLE conversation_summaries (
+  yield* ddl`CREATE TABLE conversation_summaries (
     id INTEGER PRIMARY KEY,
     conversation_id TEXT NOT NULL REFERENCES conversations(id),
     context_start INTEGER NOT NULL,
@@ -26,7 +27,7 @@ export const m0005_conversation_memory = Effect.gen(function* () {
   yield* sql`CREATE INDEX conversation_summaries_latest ON conversation_summaries (conversation_id, context_start, id)`
   // Where a conversation's context starts: the last /new message and the turn that handled it.
   // Nothing before it is sent again; nothing is deleted.
-  yield* sql`CREATE TABLE conversation_starts (
+  yield* ddl`CREATE TABLE conversation_starts (
     conversation_id TEXT PRIMARY KEY REFERENCES conversations(id),
     message_id INTEGER NOT NULL,
     turn_id INTEGER NOT NULL,

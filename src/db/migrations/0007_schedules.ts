@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ddl } from "../dialect.js"
 
 /**
  * Scheduled work (docs/schedules.md). A row per workspace schedule (`ws:<workspace>`) or agent
@@ -8,7 +9,7 @@ import { Effect } from "effect"
  */
 export const m0007_schedules = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`CREATE TABLE scheduled_tasks (
+  yield* ddl`CREATE TABLE scheduled_tasks (
     id TEXT PRIMARY KEY,
     workspace TEXT NOT NULL,
     kind TEXT NOT NULL CHECK (kind IN ('schedule', 'task')),
@@ -35,7 +36,7 @@ export const m0007_schedules = Effect.gen(function* () {
   // The timer's only lookup: the earliest due time of an active task.
   yield* sql`CREATE INDEX scheduled_tasks_due ON scheduled_tasks (next_due) WHERE status = 'active'`
   yield* sql`CREATE INDEX scheduled_tasks_workspace ON scheduled_tasks (workspace, status)`
-  yield* sql`CREATE TABLE task_runs (
+  yield* ddl`CREATE TABLE task_runs (
     task_id TEXT NOT NULL REFERENCES scheduled_tasks(id),
     due_at INTEGER NOT NULL,
     outcome TEXT NOT NULL CHECK (outcome IN ('queued', 'delivered', 'quiet', 'failed', 'skipped')),

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { jsonField } from "../dialect.js"
 
 /**
  * Attachments carry ClawConnect's whole session ref (provider session id, host, remote url,
@@ -13,5 +14,5 @@ export const m0008_attachment_session_ref = Effect.gen(function* () {
   yield* sql`ALTER TABLE attachments ADD COLUMN host TEXT`
   yield* sql`ALTER TABLE attachments ADD COLUMN remote_url TEXT`
   yield* sql`ALTER TABLE attachments ADD COLUMN metadata TEXT`
-  yield* sql`UPDATE attachments SET last_status = NULL WHERE last_status IS NOT NULL AND json_extract(last_status, '$.reconciledAt') IS NULL`
+  yield* sql`UPDATE attachments SET last_status = NULL WHERE last_status IS NOT NULL AND ${jsonField(sql, "last_status", "reconciledAt")} IS NULL`
 })

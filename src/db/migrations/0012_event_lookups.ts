@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { jsonField } from "../dialect.js"
 
 /**
  * The event log is read by conversation and by turn (`pynchy trace`) and pruned by age
@@ -9,6 +10,6 @@ import { Effect } from "effect"
 export const m0012_event_lookups = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql`CREATE INDEX events_at ON events (at)`
-  yield* sql`CREATE INDEX events_conversation ON events (json_extract(payload, '$.conversationId'))`
-  yield* sql`CREATE INDEX events_turn ON events (json_extract(payload, '$.turnId'))`
+  yield* sql`CREATE INDEX events_conversation ON events (${jsonField(sql, "payload", "conversationId")})`
+  yield* sql`CREATE INDEX events_turn ON events (${jsonField(sql, "payload", "turnId")})`
 })

@@ -14,9 +14,9 @@ const AttachmentRow = Schema.Struct({
   metadata: Schema.NullOr(JsonColumn(SessionMetadata)),
   lastStatus: Schema.NullOr(JsonColumn(AgentSessionStatus))
 })
-const columns = `id, conversation_id AS conversationId, runtime_id AS runtimeId, provider, session_ref AS sessionId,
-  provider_session_id AS providerSessionId, host, remote_url AS remoteUrl, metadata, state, replaces,
-  observation_token AS observationToken, last_status AS lastStatus, created_at AS createdAt, updated_at AS updatedAt`
+const columns = `id, conversation_id AS "conversationId", runtime_id AS "runtimeId", provider, session_ref AS "sessionId",
+  provider_session_id AS "providerSessionId", host, remote_url AS "remoteUrl", metadata, state, replaces,
+  observation_token AS "observationToken", last_status AS "lastStatus", created_at AS "createdAt", updated_at AS "updatedAt"`
 const encodeStatus = Schema.encodeSync(JsonColumn(AgentSessionStatus))
 const encodeMetadata = Schema.encodeSync(JsonColumn(SessionMetadata))
 
