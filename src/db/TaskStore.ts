@@ -19,14 +19,15 @@ const runColumns = `task_id AS "taskId", due_at AS "dueAt", outcome, message_id 
  * holding its message), each once, then the gateway usage of those turns since that time. Runs due
  * up to a day earlier are looked at: a run due before midnight may spend after it.
  */
-const spendSql = (taskFilter: string, spend: { readonly tokens: string; readonly turnId: string; readonly turn: string }) => `WITH run_turns AS (
+const spendSql = (sql: SqlClient.SqlClient, since: number, taskId: string | undefined, spend: { readonly tokens: string; readonly turnId: string; readonly turn: string }) =>
+  sql<{ taskId: string; tokens: number }>`WITH run_turns AS (
     SELECT DISTINCT r.task_id, COALESCE(r.turn_id, c.turn_id) AS turn
     FROM task_runs r LEFT JOIN delivery_claims c ON c.message_id = r.message_id
-    WHERE ${taskFilter} AND r.due_at >= ? - 86400000 AND r.outcome <> 'skipped'
+    WHERE ${taskId === undefined ? sql.literal("1 = 1") : sql`r.task_id = ${taskId}`} AND r.due_at >= ${since - 86_400_000} AND r.outcome <> 'skipped'
   )
-  SELECT t.task_id AS "taskId", SUM(${spend.tokens}) AS tokens
-  FROM run_turns t JOIN events e ON ${spend.turnId} = ${spend.turn} AND e.type = 'gateway.call'
-  WHERE e.at >= ?
+  SELECT t.task_id AS "taskId", SUM(${sql.literal(spend.tokens)}) AS tokens
+  FROM run_turns t JOIN events e ON ${sql.literal(spend.turnId)} = ${sql.literal(spend.turn)} AND e.type = 'gateway.call'
+  WHERE e.at >= ${since}
   GROUP BY t.task_id`
 
 /** A task as written; status, pause and timestamps are the store's. */
@@ -103,10 +104,7 @@ export class TaskStore extends Context.Tag("pynchy/TaskStore")<TaskStore, TaskSt
       )
 
     const tokensSince: TaskStore.Service["tokensSince"] = (since, taskId) =>
-      (taskId === undefined
-        ? sql.unsafe<{ taskId: string; tokens: number }>(spendSql("1 = 1", spend), [since, since])
-        : sql.unsafe<{ taskId: string; tokens: number }>(spendSql("r.task_id = ?", spend), [taskId, since, since])
-      ).pipe(Effect.map((rows) => new Map(rows.map((r) => [r.taskId, r.tokens]))), Effect.orDie)
+      spendSql(sql, since, taskId, spend).pipe(Effect.map((rows) => new Map(rows.map((r) => [r.taskId, Number(r.tokens)]))), Effect.orDie)
 
     return TaskStore.of({
       get: (id) => findTask(id).pipe(Effect.map(Option.map(toTask)), Effect.orDie),

@@ -56,6 +56,12 @@ describe.skipIf(skip)("a host on Postgres (real bin)", () => {
         return r.length > 0 ? r : undefined
       }, { label: "the reply" }))
       assert.deepStrictEqual(got.map((r) => r.text), ["echo: hello postgres"])
+      // The reply goes out before its turn commits its end: stop only after that.
+      await Effect.runPromise(eventually(Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const turns = yield* sql<{ status: string }>`SELECT status FROM turns`
+        return turns.length === 1 && turns[0]!.status === "completed" ? true : undefined
+      }).pipe(Effect.provide(Database.layerPostgres(Redacted.make(url)))), { label: "the turn completed" }))
     } finally {
       await stopHost(host)
     }
@@ -71,7 +77,7 @@ describe.skipIf(skip)("a host on Postgres (real bin)", () => {
     assert.deepStrictEqual(rows.map((r) => r.what).sort(), ["delivery:sent", "in:hello postgres", "run:stopped", "turn:completed"])
     // The CLI reads the same database: status names it (without a password) and counts its rows.
     const status = runCli(["status"], { cwd: dir, env: { ...env, PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
-    assert.include(status.stdout, `database  ${url}`)
+    assert.include(status.stdout, `database  ${url}`, status.stderr)
     assert.notInclude(status.stdout, "no database yet")
     host = await startHost(dir, env)
     try {
