@@ -10,21 +10,8 @@ import * as path from "node:path"
 import { killAllHosts, query, startHost, stopHost } from "../channels/host-process.js"
 import { runCli } from "../support/cli.js"
 import { tempDir } from "../support/db.js"
+import { approvalProbePlugin } from "../support/approval-probe.js"
 
-/** A plugin whose one action is high risk; running it leaves a marker file. */
-const dropPlugin = (marker: string) => `
-import * as fs from "node:fs"
-export default {
-  name: "approval-probe",
-  serviceHandler: () => ({
-    name: "test.drop",
-    description: "Drops a table.",
-    inputSchema: { type: "object" },
-    risk: "high",
-    handler: () => { fs.writeFileSync(${JSON.stringify(marker)}, "ran"); return "dropped" }
-  })
-}
-`
 
 /** What the host recorded to deliver to the conversation (the `cli` channel prints to the host's stdout). */
 const sent = (dir: string) =>
@@ -47,7 +34,7 @@ describe("approvals across processes (built CLI, real host process)", () => {
   it("pynchy send -c cli:x \"approve <code>\" decides a pending approval of a running host", { timeout: 180_000 }, async () => {
     const dir = tempDir()
     const marker = path.join(dir, "dropped")
-    fs.writeFileSync(path.join(dir, "probe.mjs"), dropPlugin(marker))
+    fs.writeFileSync(path.join(dir, "probe.mjs"), approvalProbePlugin(marker))
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
       `dataDir: ${JSON.stringify(path.join(dir, "data"))}`,
       "containerRuntime: process",

@@ -14,25 +14,12 @@ import { killAllHosts, query, startHost, stopHost } from "../channels/host-proce
 import { chatAnswer, json, scriptedUpstream } from "../gateway/support.js"
 import { runCli } from "../support/cli.js"
 import { tempDir } from "../support/db.js"
+import { approvalProbePlugin } from "../support/approval-probe.js"
 import { eventually } from "../support/eventually.js"
 
 const KEY_ENV = "PYNCHY_EVENTS_TEST_KEY"
 const BUILT = fs.existsSync(path.resolve(import.meta.dirname, "../../dist"))
 
-/** A plugin whose one action is high risk; running it leaves a marker file. */
-const probePlugin = (marker: string) => `
-import * as fs from "node:fs"
-export default {
-  name: "approval-probe",
-  serviceHandler: () => ({
-    name: "test.drop",
-    description: "Drops a table.",
-    inputSchema: { type: "object" },
-    risk: "high",
-    handler: () => { fs.writeFileSync(${JSON.stringify(marker)}, "ran"); return "dropped" }
-  })
-}
-`
 
 const toolCall = JSON.stringify({
   id: "c1", object: "chat.completion", model: "tiny",
@@ -52,7 +39,7 @@ describe.skipIf(!BUILT)("host events through whole turns of the built host", () 
       const dir = tempDir()
       const marker = path.join(dir, "dropped")
       const db = path.join(dir, "data", "pynchy.db")
-      fs.writeFileSync(path.join(dir, "probe.mjs"), probePlugin(marker))
+      fs.writeFileSync(path.join(dir, "probe.mjs"), approvalProbePlugin(marker))
       fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
         `dataDir: ${JSON.stringify(path.join(dir, "data"))}`,
         "containerRuntime: process",

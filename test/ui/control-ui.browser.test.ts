@@ -16,6 +16,7 @@ import { userOf } from "../../src/ui/auth.js"
 import { CSP } from "../../src/ui/ControlUi.js"
 import { killAllHosts, query, startHost, stopHost } from "../channels/host-process.js"
 import { tempDir } from "../support/db.js"
+import { approvalProbePlugin } from "../support/approval-probe.js"
 import { freePort } from "../support/synapse.js"
 import { skipWithout } from "../support/system.js"
 
@@ -26,21 +27,6 @@ const WAIT = 60_000
 
 const missing = skipWithout("chromium", "apt-get install chromium (Debian's; playwright-core drives it, no browser download)")
 
-/** A plugin whose one action is high risk; running it leaves a marker file. */
-const probePlugin = (marker: string) => `
-import * as fs from "node:fs"
-import * as http from "node:http"
-export default {
-  name: "approval-probe",
-  serviceHandler: () => ({
-    name: "test.drop",
-    description: "Drops a table.",
-    inputSchema: { type: "object" },
-    risk: "high",
-    handler: () => { fs.writeFileSync(${JSON.stringify(marker)}, "ran"); return "dropped" }
-  })
-}
-`
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true })
 
@@ -57,7 +43,7 @@ describe.skipIf(missing)("Control UI in headless Chromium (real host, real SQLit
     const marker = path.join(dir, "dropped")
     const port = await freePort()
     const base = `http://127.0.0.1:${port}`
-    fs.writeFileSync(path.join(dir, "probe.mjs"), probePlugin(marker))
+    fs.writeFileSync(path.join(dir, "probe.mjs"), approvalProbePlugin(marker))
     // No routes: the defaults route the UI's connection (`ui`, every place) to `main`.
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
       `dataDir: ${JSON.stringify(path.join(dir, "data"))}`,
