@@ -11,6 +11,7 @@ import { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
 import { AttachmentStore } from "../src/runtimes/agent-session/AttachmentStore.js"
 import { layerFromEnv } from "../src/runtimes/agent-session/loader.js"
 import { makeClient, makeStack } from "./stack.js"
+import { BUILTINS } from "../src/builtins/list.js"
 
 /** Deploys are git-managed: a start that fails while `<dataDir>/deploy.json` exists checks out the previous commit. */
 const rollback = Layer.unwrapEffect(Effect.map(HostConfig, ({ dataDir }) => DeployRollback.layerGit(dataDir)))
@@ -33,7 +34,7 @@ const executor = Layer.unwrapEffect(
 export const makeHostLive = (extra: ReadonlyArray<RuntimeEntry> = []) =>
   makeStack({
     config: HostConfig.layer,
-    plugins: PluginRegistry.layer,
+    plugins: PluginRegistry.layerWith({ builtins: BUILTINS }),
     database: Database.layer,
     executor,
     runtimes: Layer.effect(

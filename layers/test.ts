@@ -18,7 +18,7 @@ import type { McpHost } from "../src/mcp/McpHost.js"
 import type { Gateway } from "../src/gateway/Gateway.js"
 import type { EventBus } from "../src/events/EventBus.js"
 import { tmpdir } from "node:os"
-import { BUILTINS, type BuiltinPlugin } from "../src/plugins/builtin.js"
+import { BUILTINS, type BuiltinPlugin } from "../src/builtins/list.js"
 import { PluginRegistry } from "../src/plugins/PluginRegistry.js"
 
 export interface TestHostOptions {

@@ -14,6 +14,7 @@ import type { PluginContributionsInvalid, PluginFault } from "../plugins/errors.
 import { declaredServers } from "../mcp/McpHost.js"
 import { joinWorkspaces, routeWorkspaceProblems } from "../plugins/workspaces.js"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
+import { BUILTINS } from "../builtins/list.js"
 
 /**
  * A plugin fault as a config problem: settings a plugin rejected name their path
@@ -49,7 +50,7 @@ const plugins: PreflightCheck = {
   name: "plugins",
   run: Effect.gen(function* () {
     const host = yield* HostConfig
-    const inspected = yield* Effect.either(PluginRegistry.inspect())
+    const inspected = yield* Effect.either(PluginRegistry.inspect({ builtins: BUILTINS }))
     if (Either.isLeft(inspected)) return [Problem.make({ path: "PYNCHY_PLUGINS", reason: `cannot be read (${String(inspected.left)})` })]
     const { faults, registry } = inspected.right
     const problems = faults.map(faultProblem)

@@ -2,7 +2,7 @@ import { Config, Context, Effect, Layer, Option } from "effect"
 import type { Duration } from "effect"
 import * as path from "node:path"
 import { ConfigInvalid, HostConfig } from "../config/HostConfig.js"
-import { BUILTINS, type BuiltinPlugin } from "./builtin.js"
+import type { BuiltinPlugin } from "./discovery.js"
 import { routeProblems } from "./connections.js"
 import { discover, type ModuleRequest } from "./discovery.js"
 import { PluginContributionsInvalid } from "./errors.js"
@@ -19,8 +19,8 @@ export declare namespace PluginRegistry {
   export interface Options {
     /** The project whose node_modules is scanned; default: the host's package folder. */
     readonly root?: string
-    /** The built-in registry; default: src/plugins/builtin.ts. */
-    readonly builtins?: ReadonlyArray<BuiltinPlugin>
+    /** The built-in plugins (the host's: src/builtins/list.ts; they sit above this registry). */
+    readonly builtins: ReadonlyArray<BuiltinPlugin>
     /** The deadline of one hook call or module import; default 10 s. */
     readonly hookTimeout?: Duration.DurationInput
   }
@@ -37,7 +37,7 @@ const envModules = Config.string("PYNCHY_PLUGINS").pipe(
  * fault; `pynchy plugins` shows them.
  */
 const inspect = Effect.fn("PluginRegistry.inspect")(
-  function* (options: PluginRegistry.Options = {}) {
+  function* (options: PluginRegistry.Options) {
     const host = yield* HostConfig
     const fromEnv = yield* envModules
     // Config paths are relative to the config file's folder; env paths to the working directory.
@@ -49,7 +49,7 @@ const inspect = Effect.fn("PluginRegistry.inspect")(
     const timeout = options.hookTimeout ?? DEFAULT_HOOK_TIMEOUT
     const discovered = yield* discover({
       root: options.root ?? hostPackageRoot(),
-      builtins: options.builtins ?? BUILTINS,
+      builtins: options.builtins,
       modules,
       disabled: host.config.plugins.disabled,
       loadTimeout: timeout
@@ -67,7 +67,7 @@ export class PluginRegistry extends Context.Tag("pynchy/PluginRegistry")<PluginR
   static readonly inspect = inspect
 
   /** Discovers and validates; fails with every fault, logs each skipped plugin with its reason. */
-  static readonly make = (options: PluginRegistry.Options = {}) =>
+  static readonly make = (options: PluginRegistry.Options) =>
     Effect.gen(function* () {
       const { faults, registry } = yield* inspect(options)
       for (const s of registry.skipped) {
@@ -85,7 +85,6 @@ export class PluginRegistry extends Context.Tag("pynchy/PluginRegistry")<PluginR
       return registry
     })
 
-  static readonly layer = Layer.effect(PluginRegistry, PluginRegistry.make())
 
   static readonly layerWith = (options: PluginRegistry.Options) => Layer.effect(PluginRegistry, PluginRegistry.make(options))
 }

@@ -7,11 +7,19 @@ import { Duration, Effect, Either, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import type { BuiltinPlugin } from "./builtin.js"
 import { PluginFault, type PluginSource, SkippedPlugin } from "./errors.js"
 import { installCommand, isInstalled, OPTIONAL_PLUGINS } from "./first-party.js"
 import { installedPackageDir } from "./paths.js"
 import type { Candidate } from "./registry.js"
+
+/** A built-in plugin entry (the list is src/builtins/list.ts): its name, the optional package it needs, a lazy `load`. */
+export interface BuiltinPlugin {
+  readonly name: string
+  /** An optional npm package the plugin needs; missing means skipped with an install hint. */
+  readonly requires?: string
+  /** Imports the plugin's module and returns its plugin object. */
+  readonly load: () => Promise<unknown>
+}
 
 export interface ModuleRequest {
   /** A package name, or a path (absolute, or relative to `base`) to a module file or package folder. */

@@ -67,6 +67,25 @@ describe("import direction", () => {
     assert.isTrue(EDGES.some((e) => e.file === "src/host/Host.ts" && e.target === "src/host/startup-steps.ts"))
   })
 
+  it("no two folders of src/ import each other: the folders form a one-way order", () => {
+    const folderOf = (file: string) => file.split("/").slice(0, 2).join("/")
+    const pairs = new Map<string, Edge>()
+    for (const e of EDGES) {
+      if (e.target === undefined || !under("src")(e.target)) continue
+      const from = folderOf(e.file)
+      const to = folderOf(e.target)
+      if (from !== to && !pairs.has(`${from} -> ${to}`)) pairs.set(`${from} -> ${to}`, e)
+    }
+    const both = [...pairs.entries()].filter(([k]) => {
+      const [from, to] = k.split(" -> ")
+      return from! < to! && pairs.has(`${to} -> ${from}`)
+    })
+    assert.strictEqual(both.map(([k, e]) => {
+      const [from, to] = k.split(" -> ")
+      return `${from} <-> ${to}: ${show([e])} and ${show([pairs.get(`${to} -> ${from}`)!])}`
+    }).join("\n"), "")
+  })
+
   it("nothing in src/ imports layers/ (compositions sit on top)", () => {
     assert.strictEqual(show(EDGES.filter((e) => under("layers")(e.target))), "")
   })

@@ -19,11 +19,12 @@ import { AgentSessions } from "../../src/runtimes/agent-session/AgentSessions.js
 import { AttachmentStore } from "../../src/runtimes/agent-session/AttachmentStore.js"
 import { layerFromEnv } from "../../src/runtimes/agent-session/loader.js"
 import { holdUntilFile, streamingExecutor } from "../support/streaming.js"
+import { BUILTINS } from "../../src/builtins/list.js"
 
 const makeHost = (extra: ReadonlyArray<RuntimeEntry>) =>
   makeStack({
     config: HostConfig.layer,
-    plugins: PluginRegistry.layer,
+    plugins: PluginRegistry.layerWith({ builtins: BUILTINS }),
     database: Database.layer,
     // PYNCHY_TEST_STREAM_HOLD=<dir>: a streaming executor whose turns wait for a release file there.
     executor: process.env.PYNCHY_TEST_STREAM_HOLD ? streamingExecutor({ pieces: 4, hold: holdUntilFile(process.env.PYNCHY_TEST_STREAM_HOLD) }) : ScriptedExecutor.layerConfig,

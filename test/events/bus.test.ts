@@ -14,7 +14,7 @@ import { ConversationId } from "../../src/domain/ids.js"
 import type { HostEvent, HostEventType } from "../../src/events/HostEvent.js"
 import { Observers } from "../../src/events/Observers.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
-import type { BuiltinPlugin } from "../../src/plugins/builtin.js"
+import type { BuiltinPlugin } from "../../src/builtins/list.js"
 import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
 

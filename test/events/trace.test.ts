@@ -120,8 +120,8 @@ describe("pynchy trace", () => {
       const refusing: Channel = { name: "nope", idempotentResends: false, send: async () => { throw new Error("platform says no") } }
       let sending = false
       const hanging: Channel = { name: "hang", idempotentResends: false, send: () => { sending = true; return new Promise<void>(() => {}) } }
-      yield* channels.bind(refusing)
-      yield* channels.bind(hanging)
+      yield* Effect.asVoid(channels.bind(refusing))
+      yield* Effect.asVoid(channels.bind(hanging))
 
       const refused = yield* ingest(msg("room", "d-1", "hello", "nope"))
       const failed = yield* verdictOnceLogged(dir, String(refused.messageId), "delivery_failed", "delivery.failed")
@@ -141,7 +141,7 @@ describe("pynchy trace", () => {
       const notices: Array<string> = []
       downReady = true
       const second = yield* build(yield* Effect.scope)
-      yield* Effect.flatMap(Channels, (c) => c.bind({ name: "hang", idempotentResends: false, send: async (d) => void notices.push(d.text) })).pipe(Effect.provide(second))
+      yield* Effect.flatMap(Channels, (c) => Effect.asVoid(c.bind({ name: "hang", idempotentResends: false, send: async (d) => void notices.push(d.text) }))).pipe(Effect.provide(second))
       const unknown = yield* verdictOnceLogged(dir, String(inFlight.messageId), "delivery_unknown", "delivery.unknown")
       assert.include(unknown.verdict.text, "may or may not have arrived")
       yield* eventually(Effect.sync(() => (notices.length > 0 ? true : undefined)), { label: "the notice of the unknown delivery" })

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { BUILTINS } from "../../src/plugins/builtin.js"
+import { BUILTINS } from "../../src/builtins/list.js"
 import { installCommand, isInstalled, OPTIONAL_PLUGINS } from "../../src/plugins/first-party.js"
 import { hostPackageRoot, installedPackageDir } from "../../src/plugins/paths.js"
 import { runCli } from "../support/cli.js"

@@ -4,7 +4,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { HostConfig } from "../../src/config/HostConfig.js"
 import { PluginsConfig } from "../../src/config/schema.js"
-import { BUILTINS, type BuiltinPlugin } from "../../src/plugins/builtin.js"
+import { BUILTINS, type BuiltinPlugin } from "../../src/builtins/list.js"
 import { PluginRegistry } from "../../src/plugins/PluginRegistry.js"
 import { hostPackageRoot } from "../../src/plugins/paths.js"
 import { EXAMPLE, hostConfig, inspectAt, pluginModule, tempProject, withEnv, writePackage } from "./support.js"
@@ -34,7 +34,7 @@ describe("discovery", () => {
   it.effect("the default built-ins at the host package: core-skills in, slack out", () =>
     Effect.gen(function* () {
       assert.isTrue(fs.existsSync(path.join(hostPackageRoot(), "package.json")))
-      const { faults, registry } = yield* PluginRegistry.inspect().pipe(withEnv(), Effect.provide(hostConfig()))
+      const { faults, registry } = yield* PluginRegistry.inspect({ builtins: BUILTINS }).pipe(withEnv(), Effect.provide(hostConfig()))
       assert.deepStrictEqual(faults, [])
       assert.include(registry.plugins.map((p) => p.name), "core-skills")
       assert.include(registry.skipped.map((s) => s.name), "slack")
@@ -134,7 +134,7 @@ describe("discovery", () => {
       assert.deepStrictEqual(registry.plugins.map((p) => [p.name, p.source._tag]), [["twice", "package"]])
     }))
 
-  it.effect("PluginRegistry.layer fails startup with the typed error; a valid set provides the service", () =>
+  it.effect("PluginRegistry.layerWith fails startup with the typed error; a valid set provides the service", () =>
     Effect.gen(function* () {
       const root = tempProject()
       writePackage(root, "broken", { pynchy: { plugin: "./p.js" } }, { "p.js": pluginModule("broken", "observer: () => ({ name: 'o' })") })
@@ -150,7 +150,7 @@ describe("discovery", () => {
 
       const good = tempProject()
       const registry = yield* PluginRegistry.pipe(
-        Effect.provide(PluginRegistry.layerWith({ root: good }).pipe(Layer.provide(hostConfig()))),
+        Effect.provide(PluginRegistry.layerWith({ root: good, builtins: BUILTINS }).pipe(Layer.provide(hostConfig()))),
         withEnv()
       )
       assert.include(registry.plugins.map((p) => p.name), "core-skills")

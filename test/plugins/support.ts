@@ -3,7 +3,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { HostConfig } from "../../src/config/HostConfig.js"
 import { PynchyConfig } from "../../src/config/schema.js"
-import type { BuiltinPlugin } from "../../src/plugins/builtin.js"
+import type { BuiltinPlugin } from "../../src/builtins/list.js"
 import { PluginRegistry } from "../../src/plugins/PluginRegistry.js"
 import { tempDir } from "../support/db.js"
 

@@ -8,6 +8,7 @@ import { HostConfig } from "../../config/HostConfig.js"
 import { McpHost } from "../../mcp/McpHost.js"
 import { PluginRegistry } from "../../plugins/PluginRegistry.js"
 import type { Check } from "./doctor.js"
+import { BUILTINS } from "../../builtins/list.js"
 
 /**
  * Every MCP server started once here, listed and stopped. A sandbox server is started on the host
@@ -52,6 +53,6 @@ const tunnelChecks = Effect.flatMap(PluginRegistry, (registry) => Effect.map(det
 /** The MCP and tunnel checks over the plugins and config; plugins that do not load are one fail. */
 export const pluginChecks = (host: HostConfig.Service): Effect.Effect<ReadonlyArray<Check>> =>
   Effect.map(Effect.all([mcpChecks, tunnelChecks], { concurrency: "unbounded" }), ([mcp, tunnels]) => [...mcp, ...tunnels]).pipe(
-    Effect.provide(Layer.provideMerge(McpHost.layer, PluginRegistry.layer).pipe(Layer.provide(Layer.succeed(HostConfig, host)))),
+    Effect.provide(Layer.provideMerge(McpHost.layer, PluginRegistry.layerWith({ builtins: BUILTINS })).pipe(Layer.provide(Layer.succeed(HostConfig, host)))),
     Effect.catchAll((e) => Effect.succeed<ReadonlyArray<Check>>([{ verdict: "fail", name: "plugins", detail: e.message, fix: "run `pynchy plugins` and `pynchy config check`" }]))
   )

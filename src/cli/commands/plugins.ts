@@ -3,6 +3,7 @@ import { Console, Effect } from "effect"
 import { HostConfig } from "../../config/HostConfig.js"
 import { PluginRegistry } from "../../plugins/PluginRegistry.js"
 import { pluginReport, renderText } from "../../plugins/report.js"
+import { BUILTINS } from "../../builtins/list.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text."))
 
@@ -11,7 +12,7 @@ const exitWith = (code: number) => Effect.sync(() => (process.exitCode = code))
 /** Discovers and validates plugins without starting anything; exit 1 when startup would fail. */
 export const plugins = Command.make("plugins", { json }, ({ json }) =>
   Effect.gen(function* () {
-    const { faults, registry } = yield* PluginRegistry.inspect()
+    const { faults, registry } = yield* PluginRegistry.inspect({ builtins: BUILTINS })
     const report = pluginReport(registry, faults)
     yield* Console.log(json ? JSON.stringify(report, null, 2) : renderText(report))
     if (faults.length > 0) yield* exitWith(1)

@@ -12,6 +12,7 @@ import { detectTunnels, publicUrl, type TunnelReport } from "../../tunnels/detec
 import { formatSummary, taskSummaries } from "../../schedules/summary.js"
 import { AttachmentStore } from "../../runtimes/agent-session/AttachmentStore.js"
 import { attachmentLine } from "../../runtimes/agent-session/attachment-status.js"
+import { BUILTINS } from "../../builtins/list.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text."))
 
@@ -19,7 +20,7 @@ const time = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOStrin
 
 /** The tunnels of the plugins, detected now; plugins that do not load give none. */
 const tunnels = Effect.flatMap(PluginRegistry, (r) => detectTunnels(r.tunnels)).pipe(
-  Effect.provide(PluginRegistry.layer),
+  Effect.provide(PluginRegistry.layerWith({ builtins: BUILTINS })),
   Effect.catchAll(() => Effect.succeed<ReadonlyArray<TunnelReport>>([]))
 )
 

@@ -1,7 +1,7 @@
-import { definePlugin } from "../contract.js"
-import * as Bwrap from "../../sandbox/runtimes/bwrap.js"
-import * as Docker from "../../sandbox/runtimes/docker.js"
-import * as Process from "../../sandbox/runtimes/process.js"
+import { definePlugin } from "../plugins/contract.js"
+import * as Bwrap from "../sandbox/runtimes/bwrap.js"
+import * as Docker from "../sandbox/runtimes/docker.js"
+import * as Process from "../sandbox/runtimes/process.js"
 
 /** The built-in container runtimes: bwrap (isolating, the default where it works), process (no isolation), docker. */
 export default definePlugin({

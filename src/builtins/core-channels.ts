@@ -1,11 +1,11 @@
 import { Either, Schema } from "effect"
 import * as path from "node:path"
-import { recordingChannel } from "../../channels/recording.js"
-import { stdoutChannel } from "../../channels/stdout.js"
-import { problemsOf } from "../../domain/problems.js"
-import type { Channel } from "../../pipeline/channel-contract.js"
-import { connectionsOfKind } from "../connections.js"
-import { definePlugin } from "../contract.js"
+import { recordingChannel } from "../channels/recording.js"
+import { stdoutChannel } from "../channels/stdout.js"
+import { problemsOf } from "../domain/problems.js"
+import type { Channel } from "../pipeline/channel-contract.js"
+import { connectionsOfKind } from "../plugins/connections.js"
+import { definePlugin } from "../plugins/contract.js"
 
 const RecordingSettings = Schema.Struct({
   kind: Schema.Literal("recording"),

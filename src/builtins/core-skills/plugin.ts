@@ -1,10 +1,10 @@
 import * as path from "node:path"
-import { definePlugin } from "../../contract.js"
-import { hostPackageRoot } from "../../paths.js"
+import { definePlugin } from "../../plugins/contract.js"
+import { hostPackageRoot } from "../../plugins/paths.js"
 
 /** The skills every workspace gets. The folder is found from the package root, so the bundle finds it too. */
 export default definePlugin({
   name: "core-skills",
   description: "The core skill every agent has: how to work inside a pynchy workspace.",
-  skillPaths: () => [path.join(hostPackageRoot(), "src", "plugins", "builtin", "core-skills", "core")]
+  skillPaths: () => [path.join(hostPackageRoot(), "src", "builtins", "core-skills", "core")]
 })

@@ -3,8 +3,8 @@
  * registry lists it with `requires: "@slack/bolt"`, so without that package this module is never
  * imported. Delivery itself is not implemented yet.
  */
-import type { Channel } from "../../pipeline/channel-contract.js"
-import { definePlugin } from "../contract.js"
+import type { Channel } from "../pipeline/channel-contract.js"
+import { definePlugin } from "../plugins/contract.js"
 
 export default definePlugin({
   name: "slack",

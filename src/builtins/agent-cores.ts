@@ -1,5 +1,5 @@
-import { BUILTIN_CORE_INFO } from "../../protocol/agent-cores.js"
-import { definePlugin } from "../contract.js"
+import { BUILTIN_CORE_INFO } from "../protocol/agent-cores.js"
+import { definePlugin } from "../plugins/contract.js"
 
 /** The built-in agent cores the sandbox runner carries: openai, anthropic, scripted. */
 export default definePlugin({
