@@ -5,7 +5,9 @@ set -euo pipefail
 # chromium (+ a font for readable screenshots): the Control UI test drives it with playwright-core.
 # postgresql: the Postgres tests start scratch clusters of their own (test/support/postgres.ts; as
 # root they run them as the package's postgres user). The package's own cluster is not used.
-PACKAGES=(bubblewrap tmux debootstrap git sqlite3 keyutils chromium fonts-dejavu-core postgresql)
+# espeak-ng, opus-tools, sox: spoken replies (the built-in synthesizer; Opus encoding; the tests
+# decode the audio and read its duration).
+PACKAGES=(bubblewrap tmux debootstrap git sqlite3 keyutils chromium fonts-dejavu-core postgresql espeak-ng opus-tools sox)
 missing=()
 for p in "${PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
