@@ -21,18 +21,19 @@ const TurnRow = Schema.Struct({
 })
 type TurnRow = typeof TurnRow.Type
 
+// The row is decoded already: the classes are built without a second validation (as messageOfRow does).
 const toTurn = (r: TurnRow): Turn =>
   Turn.make({
     id: r.id,
     conversationId: r.conversationId,
     status: r.status,
     attempts: r.attempts,
-    owner: r.ownerEpoch !== null && r.executorId !== null ? TurnOwner.make({ epoch: r.ownerEpoch, executor: r.executorId }) : null,
+    owner: r.ownerEpoch !== null && r.executorId !== null ? TurnOwner.make({ epoch: r.ownerEpoch, executor: r.executorId }, true) : null,
     notBefore: r.notBefore,
     error: r.error,
     createdAt: r.createdAt,
     updatedAt: r.updatedAt
-  })
+  }, true)
 
 const turnColumns = `id, conversation_id AS "conversationId", status, attempts, owner_epoch AS "ownerEpoch", executor_id AS "executorId",
   not_before AS "notBefore", error, created_at AS "createdAt", updated_at AS "updatedAt"`

@@ -46,11 +46,14 @@ export class Host extends Context.Tag("pynchy/Host")<Host, Host.Service>() {
       const gateway = yield* Gateway
       const runtimes = yield* ConnectionRuntimes
       const observers = yield* Observers
+      // One write of status.json per second, with every section.
       const publish = Effect.gen(function* () {
-        yield* status.setSection("runtimes", yield* runtimes.health)
-        yield* status.setSection("queue", yield* queue.stats)
-        yield* status.setSection("gateway", yield* gateway.status)
-        yield* status.setSection("observers", yield* observers.stats)
+        yield* status.setSections({
+          runtimes: yield* runtimes.health,
+          queue: yield* queue.stats,
+          gateway: yield* gateway.status,
+          observers: yield* observers.stats
+        })
       })
       yield* publish
       yield* Effect.forkScoped(Effect.repeat(publish, Schedule.spaced("1 second")))

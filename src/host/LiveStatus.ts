@@ -6,8 +6,8 @@ export declare namespace LiveStatus {
   /** What the running host publishes for `pynchy status` (a JSON file, replaced atomically). */
   export interface Service {
     readonly setState: (state: Snapshot["state"]) => Effect.Effect<void>
-    /** Replaces one named section (runtimes, queue, gateway, ...) and republishes. */
-    readonly setSection: (name: string, value: unknown) => Effect.Effect<void>
+    /** Replaces the named sections given (runtimes, queue, gateway, ...) and republishes once. */
+    readonly setSections: (values: Record<string, unknown>) => Effect.Effect<void>
   }
 }
 
@@ -32,8 +32,8 @@ export class LiveStatus extends Context.Tag("pynchy/LiveStatus")<LiveStatus, Liv
           state = s
           return publish
         }),
-        setSection: (name, value) => Effect.suspend(() => {
-          sections[name] = value
+        setSections: (values) => Effect.suspend(() => {
+          Object.assign(sections, values)
           return publish
         })
       })

@@ -126,7 +126,8 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
           continue
         }
         const executorId = yield* executor.allocate(conversationId)
-        requests.push({ conversationId, owner: TurnOwner.make({ epoch: identity.epoch, executor: executorId }) })
+        // Both fields are branded values already: no second validation on the dispatch path.
+        requests.push({ conversationId, owner: TurnOwner.make({ epoch: identity.epoch, executor: executorId }, true) })
       }
       if (requests.length === 0) return
       const results = yield* turns.acquireMany(requests, yield* Clock.currentTimeMillis)
