@@ -13,7 +13,7 @@
  * here, dynamically, only when the endpoint is set (the CLI bundle keeps them external), so the
  * start path pays nothing for them.
  */
-import { Config, Effect, Layer, Option } from "effect"
+import { Config, Effect, Layer, Option, Tracer } from "effect"
 import { VERSION } from "../version.js"
 
 export interface TelemetrySettings {
@@ -30,38 +30,69 @@ export const signalUrl = (endpoint: string, signal: "traces" | "metrics") => `${
 const load = () =>
   Promise.all([
     import("@effect/opentelemetry/NodeSdk"),
+    import("@effect/opentelemetry/Tracer"),
     import("@opentelemetry/sdk-trace-base"),
     import("@opentelemetry/sdk-metrics"),
     import("@opentelemetry/exporter-trace-otlp-http"),
     import("@opentelemetry/exporter-metrics-otlp-http")
   ])
 
-/** Records every span but a single SQL statement's (see above); children follow their parent. */
-const withoutStatements = (TraceBase: typeof import("@opentelemetry/sdk-trace-base")) => {
-  const rest = new TraceBase.ParentBasedSampler({ root: new TraceBase.AlwaysOnSampler() })
-  return {
-    shouldSample: (...args: Parameters<typeof rest.shouldSample>) =>
-      args[2] === STATEMENT_SPAN ? { decision: TraceBase.SamplingDecision.NOT_RECORD } : rest.shouldSample(...args),
-    toString: () => `without ${STATEMENT_SPAN} spans`
-  }
-}
 const STATEMENT_SPAN = "sql.execute"
+const NO_ATTRIBUTES: ReadonlyMap<string, unknown> = new Map()
+
+/** What stands for a statement's span: not recorded, not exported, and nothing made for it. */
+const unrecorded = (
+  name: string,
+  parent: Tracer.Span["parent"],
+  context: Tracer.Span["context"],
+  links: Tracer.Span["links"],
+  startTime: bigint,
+  kind: Tracer.SpanKind
+): Tracer.Span => ({
+  _tag: "Span", name, spanId: "", traceId: "", parent, context, links, kind, sampled: false,
+  status: { _tag: "Started", startTime }, attributes: NO_ATTRIBUTES,
+  end: () => {}, attribute: () => {}, event: () => {}, addLinks: () => {}
+})
+
+/**
+ * Effect's spans as OpenTelemetry spans, but for two things that a CPU profile of the pipeline
+ * bench showed to be most of what export cost between a commit and its turn:
+ * - a single SQL statement's span (`sql.execute`, one per statement from @effect/sql) is not made
+ *   at all (see above);
+ * - the tracer's `context` hook is left out. It makes the current span OpenTelemetry's active
+ *   context around every step of every fiber inside a span (a new context object each time), for
+ *   OpenTelemetry's own instrumentations to see; the host uses none (it writes `traceparent`
+ *   itself, src/telemetry/trace-context.ts).
+ */
+const spansOnly = (OtelTracer: typeof import("@effect/opentelemetry/Tracer")) =>
+  Layer.unwrapEffect(Effect.map(OtelTracer.make, (otel) =>
+    Layer.setTracer(Tracer.make({
+      span: (name, parent, context, links, startTime, kind, options) =>
+        name === STATEMENT_SPAN ? unrecorded(name, parent, context, links, startTime, kind) : otel.span(name, parent, context, links, startTime, kind, options),
+      context: (f) => f()
+    }))))
 
 /** Export to a given endpoint (what `layerConfig` builds once it has read the variables). */
 export const layer = (settings: TelemetrySettings): Layer.Layer<never> =>
   Layer.unwrapEffect(
-    Effect.map(Effect.promise(load), ([NodeSdk, TraceBase, SdkMetrics, TraceExporter, MetricExporter]) =>
-      NodeSdk.layer(() => ({
+    Effect.map(Effect.promise(load), ([NodeSdk, OtelTracer, TraceBase, SdkMetrics, TraceExporter, MetricExporter]) => {
+      const shutdownTimeout = "5 seconds"
+      // The resource (and OTEL_RESOURCE_ATTRIBUTES) and the metrics, as the SDK layer makes them.
+      const sdk = NodeSdk.layer(() => ({
         resource: { serviceName: settings.serviceName, serviceVersion: VERSION },
-        tracerConfig: { sampler: withoutStatements(TraceBase) },
-        spanProcessor: new TraceBase.BatchSpanProcessor(new TraceExporter.OTLPTraceExporter({ url: signalUrl(settings.endpoint, "traces") })),
         metricReader: new SdkMetrics.PeriodicExportingMetricReader({
           exporter: new MetricExporter.OTLPMetricExporter({ url: signalUrl(settings.endpoint, "metrics") }),
           exportIntervalMillis: settings.metricIntervalMillis ?? 60_000
         }),
-        shutdownTimeout: "5 seconds"
+        shutdownTimeout
       }))
-    )
+      // The traces: the SDK's provider (flushed and shut down on release) under `spansOnly`.
+      const provider = NodeSdk.layerTracerProvider(
+        new TraceBase.BatchSpanProcessor(new TraceExporter.OTLPTraceExporter({ url: signalUrl(settings.endpoint, "traces") })),
+        { shutdownTimeout }
+      )
+      return spansOnly(OtelTracer).pipe(Layer.provide(OtelTracer.layerTracer), Layer.provide(provider), Layer.provideMerge(sdk))
+    })
   )
 
 /** `OTEL_EXPORTER_OTLP_ENDPOINT`: none when unset or empty (export off). */

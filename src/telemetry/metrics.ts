@@ -67,6 +67,8 @@ export const recordEvent = (event: HostEvent): Effect.Effect<void> => {
 export const metricsObserver = {
   name: "opentelemetry",
   maxBatch: 512,
+  // Counted after the steps of the turn whose events these are, not between them (as the event log).
+  deferred: true,
   handle: (events: ReadonlyArray<HostEvent>): Effect.Effect<void> => Effect.forEach(events, recordEvent, { discard: true })
 }
 
