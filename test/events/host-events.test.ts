@@ -28,13 +28,22 @@ const toolCall = JSON.stringify({
 })
 
 describe.skipIf(!BUILT)("host events through whole turns of the built host", () => {
-  it.scopedLive("sandbox, gateway, approval, budget and schedule events reach the event log; trace names the waiting approval and the used-up budget", () =>
+  it.scopedLive("sandbox, gateway, cooldown, approval, budget and schedule events reach the event log; trace names the waiting approval and the used-up budget", () =>
     Effect.gen(function* () {
       yield* Effect.addFinalizer(() => Effect.sync(killAllHosts))
-      // A message asking to drop gets the tool call; everything else (the tool's result too) gets "hello".
+      // A message asking to drop gets the tool call; the first one asking to wait gets a 429 with
+      // Retry-After (the deployment cools down, the gateway retries it after); everything else (the
+      // tool's result too) gets "hello".
+      let throttled = false
       const upstream = yield* scriptedUpstream((hit, res) => {
         const last = hit.body.messages.at(-1)
-        json(res, 200, last.role === "user" && String(last.content).includes("drop it") ? toolCall : chatAnswer("tiny"))
+        const said = last.role === "user" ? String(last.content) : ""
+        if (said.includes("wait a moment") && !throttled) {
+          throttled = true
+          res.writeHead(429, { "content-type": "application/json", "retry-after": "1" }).end(JSON.stringify({ error: { message: "slow down" } }))
+          return
+        }
+        json(res, 200, said.includes("drop it") ? toolCall : chatAnswer("tiny"))
       })
       const dir = tempDir()
       const marker = path.join(dir, "dropped")
@@ -85,6 +94,10 @@ describe.skipIf(!BUILT)("host events through whole turns of the built host", () 
       send("room", `approve ${code}`)
       yield* eventually(Effect.sync(() => (fs.existsSync(marker) && replies("rec:room").length === 2 ? true : undefined)), { label: "the approved action and its reply" })
 
+      // The upstream asks the gateway to wait: the deployment cools down, and the turn is answered after.
+      send("room", "wait a moment please")
+      yield* eventually(Effect.sync(() => (replies("rec:room").length === 3 ? true : undefined)), { label: "the reply after the cooldown" })
+
       // A workspace with a budget of one token: the gateway refuses, and trace says why.
       const broke = send("broke", "hi")
       const budget = yield* eventually(Effect.sync(() => {
@@ -95,7 +108,7 @@ describe.skipIf(!BUILT)("host events through whole turns of the built host", () 
 
       const expected = [
         "message.ingested", "turn.started", "turn.completed", "sandbox.started", "sandbox.exited", "gateway.call",
-        "gateway.budget_exceeded", "approval.asked", "approval.decided", "schedule.run", "delivery.recorded", "delivery.sent"
+        "gateway.budget_exceeded", "gateway.cooldown", "approval.asked", "approval.decided", "schedule.run", "delivery.recorded", "delivery.sent"
       ]
       const types = yield* eventually(Effect.sync(() => {
         const have = new Set(query(db, "SELECT DISTINCT type FROM events").map((r) => String(r.type)))
@@ -104,6 +117,9 @@ describe.skipIf(!BUILT)("host events through whole turns of the built host", () 
       assert.includeMembers([...types], expected)
       const [call] = query(db, "SELECT payload FROM events WHERE type = 'gateway.call' LIMIT 1")
       assert.deepInclude(JSON.parse(String(call!.payload)), { workspace: "main", status: 200 })
+      const [cooldown] = query(db, "SELECT payload FROM events WHERE type = 'gateway.cooldown'")
+      assert.deepInclude(JSON.parse(String(cooldown!.payload)), { deployment: "up/tiny", reason: "retry-after" })
+      assert.isTrue(throttled)
       const [decided] = query(db, "SELECT payload FROM events WHERE type = 'approval.decided'")
       assert.deepInclude(JSON.parse(String(decided!.payload)), { code, status: "approved", action: "test.drop" })
       assert.notInclude(JSON.stringify(query(db, "SELECT payload FROM events")), "please drop it", "no message content in an event")
