@@ -69,6 +69,8 @@ export interface FakeDiscord {
   readonly redeliver: (message: StoredMessage) => void
   /** Dispatches any payload as MESSAGE_CREATE (malformed ones included). */
   readonly dispatchRaw: (d: unknown) => void
+  /** Calls `listener` after each message the bot posts (until the returned function is called). */
+  readonly onPosted: (listener: (message: StoredMessage) => void) => () => void
   /** The texts the bot posted in a channel, oldest first. */
   readonly sent: (channelId: string) => ReadonlyArray<string>
   /** What the bot posted, with nonces. */
@@ -116,6 +118,7 @@ export const startDiscord = async (options: { readonly token?: string; readonly 
   const counts = { identifies: 0, resumes: 0, heartbeats: 0, historyReads: 0, posts: 0 }
   let rateLimit = { times: 0, seconds: 0 }
   const postTimes: Array<{ at: number; limited: boolean }> = []
+  const posted = new Set<(message: StoredMessage) => void>()
   let isDown = false
   let replay = false
   let nextId = 1_100_000_000_000_000_000n
@@ -216,6 +219,7 @@ export const startDiscord = async (options: { readonly token?: string; readonly 
     }
     list.push(message)
     dispatch("MESSAGE_CREATE", message)
+    for (const listener of posted) listener(message)
     return message
   }
   const rest = http.createServer((req, res) => {
@@ -291,6 +295,10 @@ export const startDiscord = async (options: { readonly token?: string; readonly 
     },
     redeliver: (message) => dispatch("MESSAGE_CREATE", message),
     dispatchRaw: (d) => dispatch("MESSAGE_CREATE", d),
+    onPosted: (listener) => {
+      posted.add(listener)
+      return () => void posted.delete(listener)
+    },
     sent: (channelId) => history(channelId).filter((m) => m.author.id === bot.id).map((m) => m.content),
     sentRaw: (channelId) => history(channelId).filter((m) => m.author.id === bot.id),
     postAsBot: (channelId, content, nonce) => void post(channelId, content, nonce, true),
