@@ -115,6 +115,14 @@ export const makeDiscordRuntime = (options: DiscordRuntimeOptions): NativeConnec
         waitGuildTimeout: 0
       })
       client.on(Events.Raw, (packet: { t?: unknown; d?: unknown }) => {
+        if (typeof packet.d !== "object" || packet.d === null) {
+          // discord.js hands the same packet to its own handlers next, and they throw on a payload
+          // that is not an object (an unhandled rejection that would end the host): renamed, none runs.
+          // A message is still queued, to be logged as malformed where the others are.
+          if (packet.t === "MESSAGE_CREATE") Queue.unsafeOffer(work, { _tag: "message", raw: packet.d })
+          packet.t = "PYNCHY_MALFORMED"
+          return
+        }
         if (packet.t === "MESSAGE_CREATE") Queue.unsafeOffer(work, { _tag: "message", raw: packet.d })
         else if (packet.t === "READY" || packet.t === "RESUMED") {
           ready = !closed
