@@ -204,6 +204,27 @@ describe("Discord outages", () => {
       for (const t of ["first", ...during, "sentinel"]) assert.strictEqual(repliesTo(dm, t), 1, t)
     }))
 
+  it.scopedLive("a session Discord forgot: RESUME refused (INVALID_SESSION), a fresh IDENTIFY and READY, and the catch-up after it", () =>
+    Effect.gen(function* () {
+      const dir = tempDir()
+      const runtime = runtimeIn(dir)
+      yield* Layer.build(makeTestHost(hostConfig(dir), { runtimes: [{ plugin: "discord", value: runtime }] }))
+      const dm = nextChannel()
+      dc.say({ channelId: dm, author: ada, content: "before" })
+      yield* awaitReply(dm, "before")
+      const { identifies } = dc.counts()
+      dc.down({ forgetSessions: true })
+      yield* eventually(() => (ready(runtime) ? undefined : true), { label: "not ready" })
+      dc.say({ channelId: dm, author: ada, content: "while forgotten" })
+      dc.up()
+      yield* awaitReply(dm, "while forgotten")
+      assert.strictEqual(dc.counts().identifies, identifies + 1)
+      yield* eventually(() => (ready(runtime) ? true : undefined), { label: "ready again" })
+      dc.say({ channelId: dm, author: ada, content: "after" })
+      yield* awaitReply(dm, "after")
+      for (const t of ["before", "while forgotten", "after"]) assert.strictEqual(repliesTo(dm, t), 1, t)
+    }))
+
   it.live("a host that was down catches up from its durable cursor, more than one page per channel", () =>
     Effect.gen(function* () {
       const dir = tempDir()

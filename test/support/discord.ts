@@ -12,7 +12,7 @@
  * - dispatches: MESSAGE_CREATE for user messages and for the bot's own, each with the session's
  *   next sequence number;
  * - an outage: `down()` drops every connection (close code 1006 for the client) and holds new
- *   ones without HELLO until `up()`. Messages said meanwhile are kept in the channel's history
+ *   ones without HELLO until `up()`; it may forget the sessions (a RESUME is then refused). Messages said meanwhile are kept in the channel's history
  *   (REST) and, unless the outage replays, never dispatched.
  *
  * REST (`/api/v10`, `Authorization: Bot <token>`, 401 otherwise): `GET /gateway/bot`,
@@ -86,7 +86,7 @@ export interface FakeDiscord {
   readonly postTimes: () => ReadonlyArray<{ readonly at: number; readonly limited: boolean }>
   readonly counts: () => { readonly identifies: number; readonly resumes: number; readonly heartbeats: number; readonly historyReads: number; readonly posts: number }
   /** Drops every gateway connection and holds new ones until `up`; `replay`: the missed events are replayed on RESUME. */
-  readonly down: (options?: { readonly replay?: boolean }) => void
+  readonly down: (options?: { readonly replay?: boolean; readonly forgetSessions?: boolean }) => void
   readonly up: () => void
   readonly stop: () => Promise<void>
 }
@@ -310,6 +310,8 @@ export const startDiscord = async (options: { readonly token?: string; readonly 
     down: (o = {}) => {
       isDown = true
       replay = o.replay === true
+      // As after a long outage: a RESUME then gets INVALID_SESSION, and the client IDENTIFYs afresh.
+      if (o.forgetSessions === true) sessions.clear()
       for (const client of wss.clients) client.terminate()
     },
     up: () => {
