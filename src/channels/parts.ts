@@ -12,9 +12,10 @@
  *   released, so the next resend claims it again, and the delivery fails with `PartsNotSent`.
  *
  * A channel whose platform deduplicates by its own key (Matrix's txn id) may resend a `sending`
- * part under its key instead: `resendUnknown: true`.
+ * part under its key instead: `resendUnknown: true`. A platform that deduplicates only for a while
+ * (Discord's message nonce) resends a `sending` part claimed less than `resendUnknownWithin` ago.
  */
-import { Effect, Schema } from "effect"
+import { Clock, Duration, Effect, Schema } from "effect"
 import { DeliveryStore } from "../db/DeliveryStore.js"
 import type { OutboundDelivery } from "../pipeline/channel-contract.js"
 import { splitText } from "./split.js"
@@ -49,6 +50,8 @@ export interface PartsOptions<E> {
   readonly failure: (e: E) => PartFailure
   /** The platform deduplicates by the part's key: a part left `sending` is sent again under it. */
   readonly resendUnknown?: boolean
+  /** The platform deduplicates by the part's key for this long after the first send: a part left `sending` younger than this is sent again. */
+  readonly resendUnknownWithin?: Duration.DurationInput
 }
 
 export const partKey = (deliveryKey: string, index: number) => `${deliveryKey}#${index}`
@@ -56,6 +59,11 @@ export const partKey = (deliveryKey: string, index: number) => `${deliveryKey}#$
 export const sendInParts = <E>(options: PartsOptions<E>): Effect.Effect<void, PartsNotSent | PartsOutcomeUnknown, DeliveryStore> =>
   Effect.gen(function* () {
     const store = yield* DeliveryStore
+    const claimedWithin = (key: string) =>
+      options.resendUnknownWithin === undefined
+        ? Effect.succeed(false)
+        : Effect.zipWith(store.partClaimedAt(key), Clock.currentTimeMillis, (at, now) =>
+          at !== null && now - at < Duration.toMillis(Duration.decode(options.resendUnknownWithin!)))
     const parts = splitText(options.delivery.text, options.limit)
     const count = parts.length
     const unknown: Array<number> = []
@@ -64,7 +72,7 @@ export const sendInParts = <E>(options: PartsOptions<E>): Effect.Effect<void, Pa
       const key = partKey(options.delivery.idempotencyKey, index)
       const claim = yield* store.claimPart(key)
       if (claim === "sent") continue
-      if (claim === "sending" && options.resendUnknown !== true) {
+      if (claim === "sending" && options.resendUnknown !== true && !(yield* claimedWithin(key))) {
         unknown.push(index)
         continue
       }

@@ -17,6 +17,8 @@ export interface TriggerCheck {
   readonly handle: string | undefined
   /** The message answers one of the bot's own. */
   readonly repliesToBot: boolean
+  /** The platform says the message mentions the bot (Discord's `mentions`, whatever the text shows). */
+  readonly mentionsBot?: boolean
 }
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
@@ -25,6 +27,7 @@ const usesWord = (text: string, word: string) => new RegExp(`(^|[^\\p{L}\\p{N}_]
 export const isTriggered = (check: TriggerCheck): boolean =>
   check.direct ||
   check.repliesToBot ||
+  check.mentionsBot === true ||
   (check.trigger !== undefined && usesWord(check.text, check.trigger)) ||
   (check.handle !== undefined && usesWord(check.text, check.handle)) ||
   // A group route without a trigger word and a bot without a handle: nothing to wait for.

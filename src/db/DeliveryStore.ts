@@ -53,6 +53,8 @@ export declare namespace DeliveryStore {
     readonly claimPart: (partKey: string) => Effect.Effect<"claimed" | "sending" | "sent">
     /** A claimed part was accepted (`sent`), or surely not sent (`released`: a later resend claims it again). */
     readonly settlePart: (partKey: string, outcome: "sent" | "released") => Effect.Effect<void>
+    /** When a part left `sending` was claimed (epoch millis), null for a part without a claim or already sent. */
+    readonly partClaimedAt: (partKey: string) => Effect.Effect<number | null>
   }
 }
 
@@ -109,6 +111,11 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
           outcome === "sent"
             ? sql`UPDATE delivery_parts SET status = 'sent', updated_at = ${now} WHERE part_key = ${partKey}`
             : sql`DELETE FROM delivery_parts WHERE part_key = ${partKey} AND status = 'sending'`).pipe(Effect.asVoid, Effect.orDie),
+      partClaimedAt: (partKey) =>
+        sql<{ at: number | string }>`SELECT updated_at AS at FROM delivery_parts WHERE part_key = ${partKey} AND status = 'sending'`.pipe(
+          Effect.map((rows) => (rows[0] === undefined ? null : Number(rows[0].at))),
+          Effect.orDie
+        ),
       ofClient: (query) => ofClientRows(query).pipe(Effect.map((rows) => rows.map((r) => Delivery.make(r))), Effect.orDie),
       turnOfClient: (turnId, client) =>
         sql<{ n: number }>`SELECT 1 AS n FROM messages m WHERE ${jsonField(sql, "m.metadata", "client")} = ${client}

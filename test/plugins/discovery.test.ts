@@ -45,6 +45,7 @@ describe("discovery", () => {
       const root = tempProject()
       writePackage(root, "@slack/bolt", { main: "index.js" }, { "index.js": "export {}\n" })
       writePackage(root, "grammy", { main: "index.js" }, { "index.js": "export {}\n" })
+      writePackage(root, "discord.js", { main: "index.js" }, { "index.js": "export {}\n" })
       const { faults, registry } = yield* inspectAt(root, { builtins: BUILTINS })
       assert.deepStrictEqual(faults, [])
       assert.deepStrictEqual(registry.plugins.map((p) => p.name), BUILTINS.map((b) => b.name))
@@ -102,7 +103,7 @@ describe("discovery", () => {
       })
       assert.deepStrictEqual(faults, [])
       assert.deepStrictEqual(registry.plugins.map((p) => p.name), ["c"])
-      assert.deepStrictEqual(registry.skipped.map((s) => s.name).sort(), [...ALWAYS_ON, "b", "pkg-a", "slack", "telegram"].sort())
+      assert.deepStrictEqual(registry.skipped.map((s) => s.name).sort(), [...ALWAYS_ON, "b", "discord", "pkg-a", "slack", "telegram"].sort())
       assert.include(registry.skipped.find((s) => s.name === "pkg-a")!.reason, "plugins.disabled")
     }))
 

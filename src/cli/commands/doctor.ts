@@ -10,6 +10,7 @@ import { type Deployment, resolveCatalog } from "../../gateway/catalog.js"
 import { probeProvider } from "../../gateway/probe.js"
 import { checkConfig } from "../../host/preflight.js"
 import { telegramChecks } from "../../channels/telegram/doctor.js"
+import { discordChecks } from "../../channels/discord/doctor.js"
 import { installCommand, isInstalled, OPTIONAL_PLUGINS } from "../../plugins/first-party.js"
 import { hostPackageRoot } from "../../plugins/paths.js"
 import { pluginChecks } from "./doctor-plugins.js"
@@ -158,6 +159,7 @@ export const doctor = Command.make("doctor", {}, () =>
     if (Either.isRight(loaded)) checks.push(...(yield* providerChecks(loaded.right)), ...(yield* pluginChecks(loaded.right)))
     checks.push(...optionalPluginChecks(Either.isRight(loaded) ? loaded.right.config.workspaces : []))
     if (Either.isRight(loaded)) checks.push(...(yield* telegramChecks(loaded.right.config, loaded.right.dataDir)))
+    if (Either.isRight(loaded)) checks.push(...(yield* discordChecks(loaded.right.config, loaded.right.dataDir)))
     checks.push(toolCheck("tmux", "not found: the local tmux runtime example cannot run", "apt-get install tmux"))
     for (const c of checks) {
       yield* Console.log(`${c.verdict.padEnd(4)}  ${c.name.padEnd(8)}  ${c.detail}${c.fix && c.verdict !== "ok" ? `  (fix: ${c.fix})` : ""}`)
