@@ -17,5 +17,5 @@ export const BUILTINS: ReadonlyArray<BuiltinPlugin> = [
   { name: "http", load: () => import("../channels/http/plugin.js").then((m) => m.default) },
   { name: "telegram", requires: "grammy", load: () => import("../channels/telegram/plugin.js").then((m) => m.default) },
   { name: "tunnels", load: () => import("./tunnels.js").then((m) => m.default) },
-  { name: "slack", requires: "@slack/bolt", load: () => import("./slack.js").then((m) => m.default) }
+  { name: "slack", requires: "@slack/bolt", load: () => import("../channels/slack/plugin.js").then((m) => m.default) }
 ]
