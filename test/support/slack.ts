@@ -49,6 +49,8 @@ export interface FakeSlack {
   /** The envelope id each event id was last sent under. */
   readonly envelopeOf: (eventId: string) => string | undefined
   readonly posted: (channel: string, threadTs?: string) => ReadonlyArray<Posted>
+  /** Resolves when a message with exactly this text is posted to the channel. */
+  readonly awaitPost: (channel: string, text: string) => Promise<void>
   readonly calls: (method: string) => number
   /** The next `times` calls of `method` (after `skip`) answer 429 with Retry-After seconds. */
   readonly rateLimitNext: (method: string, times: number, retryAfterSeconds: number, skip?: number) => void
@@ -98,6 +100,7 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
   const appToken = "xapp-test-app-token"
   const botUserId = "UBOT0001"
   const posts: Array<Posted> = []
+  const postWatchers = new Set<(p: Posted) => void>()
   const times = new Map<string, Array<{ at: number; limited: boolean }>>()
   const limits = new Map<string, { times: number; retryAfter: number; skip: number }>()
   const tickets = new Set<string>()
@@ -144,7 +147,9 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
           const channel = String(params["channel"] ?? "")
           if (!/^[A-Z0-9]+$/.test(channel)) return answer(res, 200, { ok: false, error: "channel_not_found" })
           const threadTs = params["thread_ts"] === undefined ? undefined : String(params["thread_ts"])
-          posts.push({ channel, threadTs, text: String(params["text"] ?? "") })
+          const post = { channel, threadTs, text: String(params["text"] ?? "") }
+          posts.push(post)
+          for (const w of postWatchers) w(post)
           return answer(res, 200, { ok: true, channel, ts: `${++clock}.000100` })
         }
         default:
@@ -231,6 +236,15 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
     acked: () => acks,
     envelopeOf: (eventId) => envelopes.get(eventId),
     posted: (channel, threadTs) => posts.filter((p) => p.channel === channel && (threadTs === undefined || p.threadTs === threadTs)),
+    awaitPost: (channel, text) =>
+      new Promise<void>((resolve) => {
+        const watch = (p: Posted) => {
+          if (p.channel !== channel || p.text !== text) return
+          postWatchers.delete(watch)
+          resolve()
+        }
+        postWatchers.add(watch)
+      }),
     calls: (method) => times.get(method)?.length ?? 0,
     rateLimitNext: (method, n, retryAfter, skip = 0) => void limits.set(method, { times: n, retryAfter, skip }),
     callTimes: (method) => times.get(method) ?? [],
