@@ -58,6 +58,7 @@ describe("Slack event decoding", () => {
     assert.deepStrictEqual(decodeCallback(callback({ ...message, subtype: "message_changed" })), { _tag: "skip", eventId: "Ev1", reason: "message subtype message_changed" })
     assert.deepStrictEqual(decodeCallback(callback({ ...message, bot_id: "B1" })), { _tag: "skip", eventId: "Ev1", reason: "a bot's message" })
     assert.deepStrictEqual(decodeCallback(callback({ ...message, text: 1 })), { _tag: "skip", eventId: "Ev1", reason: "malformed message" })
+    assert.deepStrictEqual(decodeCallback(callback({ ...message, text: "  " })), { _tag: "skip", eventId: "Ev1", reason: "a message without text" })
     assert.deepStrictEqual(decodeCallback({ type: "url_verification" }), { _tag: "malformed" })
     assert.deepStrictEqual(decodeCallback(null), { _tag: "malformed" })
   })

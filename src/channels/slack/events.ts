@@ -47,6 +47,7 @@ export const decodeCallback = (body: unknown): Decoded => {
   const message = decodeMessage(body)
   if (Either.isLeft(message)) return { _tag: "skip", eventId, reason: "malformed message" }
   if (message.right.event.bot_id !== undefined) return { _tag: "skip", eventId, reason: "a bot's message" }
+  if (message.right.event.text.trim() === "") return { _tag: "skip", eventId, reason: "a message without text" }
   return { _tag: "message", callback: message.right }
 }
 
