@@ -10,7 +10,7 @@ export const MessageEvent = Schema.Struct({
   type: Schema.Literal("message"),
   channel: Schema.String.pipe(Schema.pattern(/^[A-Z0-9]+$/)),
   channel_type: Schema.optional(Schema.String),
-  user: Schema.String,
+  user: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)),
   text: Schema.String,
   ts: Schema.String.pipe(Schema.pattern(/^\d+\.\d+$/)),
   thread_ts: Schema.optional(Schema.String.pipe(Schema.pattern(/^\d+\.\d+$/))),
