@@ -13,7 +13,7 @@ await Promise.all([
     entryPoints: { pynchy: "layers/cli.ts" },
     sourcemap: "linked",
     // OpenTelemetry is imported only when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/telemetry/Telemetry.ts).
-    external: ["better-sqlite3", "@modelcontextprotocol/sdk", "zod", "@parcel/watcher", "msgpackr-extract", "gpt-tokenizer", "grammy", "discord.js", "@effect/opentelemetry", "@effect/opentelemetry/*", "@opentelemetry/*"],
+    external: ["better-sqlite3", "@modelcontextprotocol/sdk", "zod", "@parcel/watcher", "msgpackr-extract", "gpt-tokenizer", "grammy", "@slack/bolt", "@slack/socket-mode", "discord.js", "@effect/opentelemetry", "@effect/opentelemetry/*", "@opentelemetry/*"],
     // ESM output still meets CommonJS dependencies that call require().
     banner: { js: "import { createRequire as __pynchyRequire } from 'node:module'; const require = __pynchyRequire(import.meta.url);" }
   }),

@@ -18,5 +18,5 @@ export const BUILTINS: ReadonlyArray<BuiltinPlugin> = [
   { name: "telegram", requires: "grammy", load: () => import("../channels/telegram/plugin.js").then((m) => m.default) },
   { name: "discord", requires: "discord.js", load: () => import("../channels/discord/plugin.js").then((m) => m.default) },
   { name: "tunnels", load: () => import("./tunnels.js").then((m) => m.default) },
-  { name: "slack", requires: "@slack/bolt", load: () => import("./slack.js").then((m) => m.default) }
+  { name: "slack", requires: "@slack/bolt", load: () => import("../channels/slack/plugin.js").then((m) => m.default) }
 ]

@@ -6,7 +6,7 @@ import { HostConfig } from "../../src/config/HostConfig.js"
 import { PluginsConfig } from "../../src/config/schema.js"
 import { BUILTINS, type BuiltinPlugin } from "../../src/builtins/list.js"
 import { PluginRegistry } from "../../src/plugins/PluginRegistry.js"
-import { hostPackageRoot } from "../../src/plugins/paths.js"
+import { hostPackageRoot, installedPackageDir } from "../../src/plugins/paths.js"
 import { EXAMPLE, hostConfig, inspectAt, pluginModule, tempProject, withEnv, writePackage } from "./support.js"
 
 const channel = (name: string) => `createChannel: () => ({ name: ${JSON.stringify(name)}, idempotentResends: true, send: async () => {} })`
@@ -31,13 +31,15 @@ describe("discovery", () => {
       assert.strictEqual(registry.skipped[0]?.hint, "npm install @slack/bolt")
     }))
 
-  it.effect("the default built-ins at the host package: core-skills in, slack out", () =>
+  it.effect("the default built-ins at the host package: core-skills in, slack in exactly when @slack/bolt is installed", () =>
     Effect.gen(function* () {
       assert.isTrue(fs.existsSync(path.join(hostPackageRoot(), "package.json")))
       const { faults, registry } = yield* PluginRegistry.inspect({ builtins: BUILTINS }).pipe(withEnv(), Effect.provide(hostConfig()))
       assert.deepStrictEqual(faults, [])
       assert.include(registry.plugins.map((p) => p.name), "core-skills")
-      assert.include(registry.skipped.map((s) => s.name), "slack")
+      const boltInstalled = installedPackageDir("@slack/bolt", hostPackageRoot()) !== undefined
+      assert.strictEqual(registry.plugins.some((p) => p.name === "slack"), boltInstalled)
+      assert.strictEqual(registry.skipped.some((s) => s.name === "slack"), !boltInstalled)
     }))
 
   it.effect("an installed optional package enables its built-in", () =>

@@ -9,6 +9,7 @@ import { problemLine } from "../../domain/problems.js"
 import { type Deployment, resolveCatalog } from "../../gateway/catalog.js"
 import { probeProvider } from "../../gateway/probe.js"
 import { checkConfig } from "../../host/preflight.js"
+import { slackChecks } from "../../channels/slack/doctor.js"
 import { telegramChecks } from "../../channels/telegram/doctor.js"
 import { discordChecks } from "../../channels/discord/doctor.js"
 import { installCommand, isInstalled, OPTIONAL_PLUGINS } from "../../plugins/first-party.js"
@@ -159,6 +160,7 @@ export const doctor = Command.make("doctor", {}, () =>
     if (Either.isRight(loaded)) checks.push(...(yield* providerChecks(loaded.right)), ...(yield* pluginChecks(loaded.right)))
     checks.push(...optionalPluginChecks(Either.isRight(loaded) ? loaded.right.config.workspaces : []))
     if (Either.isRight(loaded)) checks.push(...(yield* telegramChecks(loaded.right.config, loaded.right.dataDir)))
+    if (Either.isRight(loaded)) checks.push(...(yield* slackChecks(loaded.right.config)))
     if (Either.isRight(loaded)) checks.push(...(yield* discordChecks(loaded.right.config, loaded.right.dataDir)))
     checks.push(toolCheck("tmux", "not found: the local tmux runtime example cannot run", "apt-get install tmux"))
     for (const c of checks) {

@@ -1,0 +1,244 @@
+/**
+ * The Slack connection runtime: one per named `kind: slack` connection with an enabled route,
+ * built on a bolt App (its WebClient for the Web API, its event routing for the listeners).
+ *
+ * - Socket Mode (default): the runtime's loop opens one Socket Mode connection at a time
+ *   (apps.connections.open, then the WebSocket until Slack's `hello`). When it drops or Slack
+ *   asks for a refresh, the loop connects again at once; when connecting fails, it retries with
+ *   exponential backoff capped at `maxBackoffMs`. HTTP mode: bolt's HTTPReceiver listens on
+ *   `host:port` + `path` and checks every request's signature (./receivers.ts).
+ * - A user's text message in a routed channel, DM or thread is ingested with the Slack event id
+ *   as its receipt, so a redelivered event (Slack retries what was not acked) is a duplicate. The
+ *   envelope (or the HTTP answer) is acknowledged only after the ingest committed. A thread reply
+ *   is the place `<channel>/<thread_ts>`. In a channel, a message that neither uses the route's
+ *   trigger nor mentions the app (nor answers in a thread the app started) is ingested as context
+ *   only (../triggers.ts). Subtypes (edits, joins, bots), other event types, malformed events and
+ *   texts over `maxInboundChars` are skipped and logged.
+ * - Replies go out with chat.postMessage as mrkdwn (./mrkdwn.ts), in the thread of their place,
+ *   cut at 4,000 characters into parts sent under their own keys (../parts.ts). Slack has no
+ *   idempotency key: a part whose outcome is unknown after a crash is never resent; the delivery
+ *   ends `unknown` and the user gets a notice. 429 answers are retried after `Retry-After`.
+ * - isReady: Socket Mode, true while a connection is open (after `hello`); HTTP, while the
+ *   endpoint listens.
+ *
+ * Slack has no typing indicator for apps outside its AI-assistant threads, so no progress is shown.
+ */
+import type * as Bolt from "@slack/bolt"
+import { Cause, Config, Deferred, Duration, Effect, Exit, Redacted, Runtime, Schedule, Schema } from "effect"
+import type { DeliveryStore } from "../../db/DeliveryStore.js"
+import { type Channel, type OutboundDelivery, SendOutcomeUnknown } from "../../pipeline/channel-contract.js"
+import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
+import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
+import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
+import { decodeCallback, isDirect, placeOf, targetOf } from "./events.js"
+import { fromSlackText, toMrkdwn } from "./mrkdwn.js"
+import { boltLogger, SocketBridge } from "./receivers.js"
+import type { SlackSettings } from "./settings.js"
+import * as SlackApi from "./SlackApi.js"
+
+export class SlackRuntimeError extends Schema.TaggedError<SlackRuntimeError>()("SlackRuntimeError", {
+  connection: Schema.String,
+  operation: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `slack connection '${this.connection}': ${this.operation}: ${this.reason}`
+  }
+}
+
+/** The cursor stream: the ts of the last ingested message (for `pynchy status`; Slack has no replay position). */
+export const EVENTS_STREAM = "events"
+/** Slack shows up to 4,000 characters of a message's text well (it truncates at 40,000). */
+export const MESSAGE_LIMIT = 4000
+/** Longest `Retry-After` a send waits out inside one call (the outbox gives a call 30 s). */
+const MAX_SEND_WAIT = Duration.seconds(20)
+/** From apps.connections.open to Slack's `hello`. */
+const CONNECT_TIMEOUT = Duration.seconds(30)
+
+export interface SlackRuntimeOptions {
+  readonly name: string
+  readonly settings: SlackSettings
+}
+
+/** A secret named by `<field>`: the environment variable's value, through Config. */
+export const readSecret = (name: string, field: "botTokenEnv" | "appTokenEnv" | "signingSecretEnv", variable: string) =>
+  Config.redacted(variable).pipe(
+    Effect.map(Redacted.value),
+    Effect.mapError(() => new SlackRuntimeError({ connection: name, operation: "start", reason: `connections.${name}.${field}: ${variable} is not set` }))
+  )
+
+export const makeSlackRuntime = (options: SlackRuntimeOptions): NativeConnectionRuntime => {
+  const { name, settings } = options
+  let ready = false
+  let closed = true
+  const fail = (operation: string) => (e: { readonly message: string }) => new SlackRuntimeError({ connection: name, operation, reason: e.message })
+
+  const start = (context: NativeRuntimeContext) =>
+    Effect.gen(function* () {
+      closed = false
+      yield* Effect.addFinalizer(() => Effect.sync(() => {
+        closed = true
+        ready = false
+      }))
+      const bolt = yield* SlackApi.loadBolt.pipe(Effect.mapError(fail("start")))
+      const botToken = yield* readSecret(name, "botTokenEnv", settings.botTokenEnv)
+      const options = SlackApi.clientOptions(settings.apiUrl)
+      const me = yield* SlackApi.webApi(new bolt.webApi.WebClient(botToken, options)).authTest.pipe(Effect.mapError(fail("auth.test")))
+      const runtime = yield* Effect.runtime<DeliveryStore>()
+      const logger = boltLogger(runtime, name)
+      const receiver = settings.mode === "socket"
+        ? new SocketBridge()
+        : new bolt.HTTPReceiver({
+          signingSecret: yield* readSecret(name, "signingSecretEnv", settings.signingSecretEnv!),
+          endpoints: [settings.path],
+          processBeforeResponse: true,
+          logger
+        })
+      const app = new bolt.App({
+        token: botToken,
+        receiver,
+        clientOptions: options,
+        logger,
+        botUserId: me.userId,
+        ...(me.botId !== undefined ? { botId: me.botId } : {}),
+        tokenVerificationEnabled: false,
+        convoStore: false
+      })
+      const api = SlackApi.webApi(app.client)
+      const routes = context.routes(name)
+      const handle = `<@${me.userId}>`
+      const stored = yield* context.cursor(name, EVENTS_STREAM).pipe(Effect.mapError(fail("cursor")))
+      let order = stored?.order ?? 0
+      // One ingest at a time: envelopes arrive concurrently, a conversation's messages keep their order.
+      const lock = yield* Effect.makeSemaphore(1)
+
+      const onEvent = (body: unknown) =>
+        Effect.gen(function* () {
+          const decoded = decodeCallback(body)
+          if (decoded._tag === "malformed") return yield* Effect.logWarning("slack event skipped: malformed (no event_callback with an event_id)")
+          if (decoded._tag === "skip") return yield* Effect.logDebug("slack event skipped").pipe(Effect.annotateLogs({ event: decoded.eventId, reason: decoded.reason }))
+          const { event, event_id: eventId } = decoded.callback
+          if (event.user === me.userId) return
+          const place = placeOf(event)
+          const route = routeOf(routes, place)
+          if (route === undefined) return yield* Effect.logDebug("slack event skipped: no route").pipe(Effect.annotateLogs({ event: eventId }))
+          const text = fromSlackText(event.text)
+          if (text.length > settings.maxInboundChars) {
+            return yield* Effect.logWarning("slack message refused: too long").pipe(Effect.annotateLogs({ event: eventId, chars: text.length, limit: settings.maxInboundChars }))
+          }
+          const triggered = isTriggered({ text, direct: isDirect(event), trigger: route.trigger, handle, repliesToBot: event.parent_user_id === me.userId })
+          yield* lock.withPermits(1)(Effect.suspend(() => {
+            order += 1
+            return context.ingest({
+              connection: name,
+              place,
+              providerEventId: eventId,
+              sender: event.user,
+              text,
+              metadata: {
+                eventId,
+                ts: event.ts,
+                channel: event.channel,
+                ...(event.channel_type !== undefined ? { channelType: event.channel_type } : {}),
+                ...(event.thread_ts !== undefined ? { threadTs: event.thread_ts } : {}),
+                ...(triggered ? {} : untriggeredMetadata)
+              },
+              cursor: { stream: EVENTS_STREAM, position: event.ts, order }
+            })
+          }))
+        }).pipe(Effect.annotateLogs({ connection: name }))
+
+      app.event("message", async ({ body }) => {
+        await Runtime.runPromise(runtime)(onEvent(body))
+      })
+      // The App's default handler swallows nothing either, but logs the whole error object: log the message, rethrow (no ack).
+      app.error(async (error) => {
+        Runtime.runFork(runtime)(Effect.logWarning(`slack event not processed: ${error.message}`).pipe(Effect.annotateLogs({ connection: name })))
+        throw error
+      })
+
+      /** One call, retried while Slack says it was not taken (429 within MAX_SEND_WAIT) or it never left. */
+      const patiently = <A>(call: Effect.Effect<A, SlackApi.SlackApiError>) =>
+        call.pipe(
+          Effect.tapError((e) => e.retryAfterSeconds !== undefined && Duration.lessThanOrEqualTo(Duration.seconds(e.retryAfterSeconds), MAX_SEND_WAIT)
+            ? Effect.sleep(Duration.seconds(e.retryAfterSeconds))
+            : Effect.void),
+          Effect.retry({
+            schedule: Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")), Schedule.upTo(MAX_SEND_WAIT)),
+            while: (e) => (e.retryAfterSeconds !== undefined && Duration.lessThanOrEqualTo(Duration.seconds(e.retryAfterSeconds), MAX_SEND_WAIT)) || e.notSent
+          })
+        )
+      const send = (delivery: OutboundDelivery) => {
+        const { channel, threadTs } = targetOf(delivery.place)
+        return sendInParts({
+          delivery,
+          limit: MESSAGE_LIMIT,
+          sendPart: ({ text }) => patiently(api.postMessage(channel, threadTs, toMrkdwn(text))),
+          failure: (e) => ({ notSent: e.answered || e.notSent, reason: e.message })
+        })
+      }
+      const channel: Channel = {
+        name,
+        // Each part is claimed in the database before it is sent (../parts.ts): a resend sends only
+        // missing parts and never one whose outcome is unknown, so resending a delivery is safe.
+        idempotentResends: true,
+        send: (delivery) =>
+          closed
+            ? Promise.reject(new Error(`slack connection '${name}' is closed`))
+            : Runtime.runPromiseExit(runtime)(send(delivery)).then((exit) => {
+              if (Exit.isSuccess(exit)) return
+              const e = Cause.squash(exit.cause)
+              throw e instanceof PartsOutcomeUnknown ? new SendOutcomeUnknown(e.message) : e
+            })
+      }
+      yield* context.bindChannel(channel)
+
+      if (receiver instanceof SocketBridge) {
+        const appToken = yield* readSecret(name, "appTokenEnv", settings.appTokenEnv!)
+        const { SocketModeClient } = yield* Effect.tryPromise({
+          try: () => import("@slack/socket-mode"),
+          catch: () => new SlackRuntimeError({ connection: name, operation: "start", reason: "the package '@slack/socket-mode' (installed with @slack/bolt) cannot be loaded" })
+        })
+        /** One connection: fails if it cannot be opened; succeeds when an open one closes. */
+        const session = Effect.gen(function* () {
+          const client = yield* Effect.acquireRelease(
+            Effect.sync(() => new SocketModeClient({ appToken, autoReconnectEnabled: false, logger, clientOptions: options })),
+            (client) => Effect.promise(() => client.disconnect()).pipe(Effect.interruptible, Effect.timeout("5 seconds"), Effect.ignore)
+          )
+          receiver.attach(client, () => Runtime.runFork(runtime)(Effect.logWarning("slack envelope skipped: malformed").pipe(Effect.annotateLogs({ connection: name }))))
+          const closedSocket = yield* Deferred.make<void>()
+          client.on("disconnected", () => Deferred.unsafeDone(closedSocket, Exit.void))
+          yield* Effect.tryPromise({ try: () => client.start(), catch: (e) => SlackApi.toSlackError("connect")(e) }).pipe(
+            Effect.interruptible,
+            Effect.timeoutFail({ duration: CONNECT_TIMEOUT, onTimeout: () => new SlackApi.SlackApiError({ operation: "connect", error: "connect_timeout" }) })
+          )
+          ready = true
+          yield* Effect.logDebug("slack socket connected")
+          yield* Deferred.await(closedSocket)
+          ready = false
+          yield* Effect.logInfo("slack socket closed; connecting again")
+        }).pipe(Effect.scoped, Effect.ensuring(Effect.sync(() => (ready = false))))
+
+        const backoff = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced(Duration.millis(settings.maxBackoffMs))))
+        const loop = session.pipe(
+          Effect.catchAllDefect((defect) =>
+            Effect.logError("slack socket session died", Cause.die(defect)).pipe(Effect.zipRight(new SlackApi.SlackApiError({ operation: "connect", error: "unexpected_failure" })))
+          ),
+          Effect.tapError((e) => Effect.logWarning("slack connect failed").pipe(Effect.annotateLogs({ reason: e.message }))),
+          Effect.retry(backoff),
+          Effect.forever,
+          Effect.annotateLogs({ connection: name })
+        )
+        yield* Effect.forkScoped(loop)
+      } else {
+        const http = receiver as Bolt.HTTPReceiver
+        yield* Effect.acquireRelease(
+          Effect.tryPromise({ try: () => http.start({ port: settings.port!, host: settings.host }), catch: (e) => fail("listen")({ message: e instanceof Error ? e.message : "failed" }) }),
+          () => Effect.promise(() => http.stop()).pipe(Effect.interruptible, Effect.timeout("5 seconds"), Effect.ignore)
+        )
+        ready = true
+      }
+    })
+
+  return native({ name, start, isReady: Effect.sync(() => ready && !closed) })
+}

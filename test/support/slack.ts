@@ -1,0 +1,276 @@
+/**
+ * The project's own fake Slack: a Web API over HTTP and a Socket Mode WebSocket server, enough
+ * of both for the Slack runtime through real @slack/bolt (the runtime points `slackApiUrl` here).
+ *
+ * Web API (`POST /api/<method>`, form or JSON bodies, the token in `Authorization: Bearer`):
+ * - auth.test: the bot token answers the bot's identity; any other token `invalid_auth`;
+ * - apps.connections.open: the app token answers a one-use `ws://` URL of the socket server;
+ * - chat.postMessage: records `{channel, thread_ts, text}` and answers a new `ts`;
+ * - anything else: `unknown_method`. Every call is recorded; faults on demand: the next calls of a
+ *   method answer 429 with `Retry-After`, or an outage (nothing listens: connection refused).
+ *
+ * Socket Mode, as Slack documents it: a connection opened with a valid ticket gets
+ * `{"type":"hello"}`; events go out as `events_api` envelopes with an `envelope_id`, and the
+ * client's `{"envelope_id"}` messages are its acks. Like Slack, an event that finds no open
+ * connection waits for the next one (Slack retries for a few minutes), and `redeliver` sends an
+ * event again with `retry_attempt` + 1, as Slack does when an ack did not come.
+ */
+import { createHmac } from "node:crypto"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import type * as net from "node:net"
+import { type WebSocket, WebSocketServer } from "ws"
+
+export interface Posted {
+  readonly channel: string
+  readonly threadTs: string | undefined
+  readonly text: string
+}
+
+export interface SentEvent {
+  readonly eventId: string
+  readonly ts: string
+  readonly body: Record<string, unknown>
+}
+
+export interface FakeSlack {
+  readonly apiUrl: string
+  readonly botToken: string
+  readonly appToken: string
+  readonly botUserId: string
+  /** A user's message: an `event_callback` with a `message` event, sent over the socket (or queued). */
+  readonly say: (options: { readonly channel: string; readonly user?: string; readonly text: string; readonly channelType?: "im" | "channel" | "group" | "mpim"; readonly threadTs?: string; readonly parentUserId?: string }) => SentEvent
+  /** Sends any event callback body (malformed ones too) in an envelope. */
+  readonly sendBody: (body: unknown) => string
+  /** Sends an already sent event again, as Slack's retry does. */
+  readonly redeliver: (event: SentEvent) => void
+  /** The envelope ids the client acknowledged. */
+  readonly acked: () => ReadonlySet<string>
+  /** The envelope id each event id was last sent under. */
+  readonly envelopeOf: (eventId: string) => string | undefined
+  readonly posted: (channel: string, threadTs?: string) => ReadonlyArray<Posted>
+  /** Resolves when a message with exactly this text is posted to the channel. */
+  readonly awaitPost: (channel: string, text: string) => Promise<void>
+  readonly calls: (method: string) => number
+  /** The next `times` calls of `method` (after `skip`) answer 429 with Retry-After seconds. */
+  readonly rateLimitNext: (method: string, times: number, retryAfterSeconds: number, skip?: number) => void
+  readonly callTimes: (method: string) => ReadonlyArray<{ readonly at: number; readonly limited: boolean }>
+  /** Open Socket Mode connections. */
+  readonly connections: () => number
+  /** Every open socket is cut (no close frame), as when a network drops. */
+  readonly dropSockets: () => void
+  /** Slack asks the client to reconnect (`{"type":"disconnect","reason":"refresh_requested"}`). */
+  readonly refresh: () => void
+  /** Web API and socket server stop listening (connection refused) until `up`. */
+  readonly down: () => Promise<void>
+  readonly up: () => Promise<void>
+  readonly stop: () => Promise<void>
+}
+
+/** A signed Events API request as Slack sends it in HTTP mode (v0 signature over `v0:<ts>:<body>`). */
+export const signedRequest = (url: string, signingSecret: string, body: unknown, options: { readonly badSignature?: boolean; readonly timestamp?: number; readonly retryNum?: number } = {}) => {
+  const raw = JSON.stringify(body)
+  const timestamp = options.timestamp ?? Math.floor(Date.now() / 1000)
+  const signature = "v0=" + createHmac("sha256", options.badSignature ? "wrong-secret" : signingSecret).update(`v0:${timestamp}:${raw}`).digest("hex")
+  return fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-slack-request-timestamp": String(timestamp),
+      "x-slack-signature": signature,
+      ...(options.retryNum !== undefined ? { "x-slack-retry-num": String(options.retryNum), "x-slack-retry-reason": "http_error" } : {})
+    },
+    body: raw
+  })
+}
+
+const readBody = (req: http.IncomingMessage) =>
+  new Promise<Record<string, unknown>>((resolve) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => chunks.push(c))
+    req.on("end", () => {
+      const text = Buffer.concat(chunks).toString("utf8")
+      if ((req.headers["content-type"] ?? "").includes("json")) return resolve(text === "" ? {} : JSON.parse(text) as Record<string, unknown>)
+      resolve(Object.fromEntries(new URLSearchParams(text)))
+    })
+  })
+
+export const startFakeSlack = async (): Promise<FakeSlack> => {
+  const botToken = "xoxb-test-bot-token"
+  const appToken = "xapp-test-app-token"
+  const botUserId = "UBOT0001"
+  const posts: Array<Posted> = []
+  const postWatchers = new Set<(p: Posted) => void>()
+  const times = new Map<string, Array<{ at: number; limited: boolean }>>()
+  const limits = new Map<string, { times: number; retryAfter: number; skip: number }>()
+  const tickets = new Set<string>()
+  const sockets = new Set<WebSocket>()
+  const acks = new Set<string>()
+  const envelopes = new Map<string, string>()
+  const waiting: Array<string> = []
+  let seq = 0
+  let clock = 1_800_000_000
+
+  const answer = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { "content-type": "application/json", ...headers })
+    res.end(JSON.stringify(body))
+  }
+
+  const api = http.createServer((req, res) => {
+    void readBody(req).then((params) => {
+      const method = /^\/api\/([\w.]+)/.exec(req.url ?? "")?.[1] ?? ""
+      const calls = times.get(method) ?? []
+      times.set(method, calls)
+      const call = { at: performance.now(), limited: false }
+      calls.push(call)
+      const limit = limits.get(method)
+      if (limit !== undefined && limit.skip > 0) limit.skip -= 1
+      else if (limit !== undefined && limit.times > 0) {
+        limit.times -= 1
+        call.limited = true
+        return answer(res, 429, { ok: false, error: "ratelimited" }, { "retry-after": String(limit.retryAfter) })
+      }
+      const token = (req.headers.authorization ?? "").replace(/^Bearer /, "") || String(params["token"] ?? "")
+      switch (method) {
+        case "auth.test":
+          return token === botToken
+            ? answer(res, 200, { ok: true, url: "https://fake.slack.test/", team: "Fake Team", user: "pynchy", team_id: "T0001", user_id: botUserId, bot_id: "B0001" })
+            : answer(res, 200, { ok: false, error: "invalid_auth" })
+        case "apps.connections.open": {
+          if (token !== appToken) return answer(res, 200, { ok: false, error: "invalid_auth" })
+          const ticket = `t${++seq}`
+          tickets.add(ticket)
+          return answer(res, 200, { ok: true, url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/link/?ticket=${ticket}` })
+        }
+        case "chat.postMessage": {
+          if (token !== botToken) return answer(res, 200, { ok: false, error: "invalid_auth" })
+          const channel = String(params["channel"] ?? "")
+          if (!/^[A-Z0-9]+$/.test(channel)) return answer(res, 200, { ok: false, error: "channel_not_found" })
+          const threadTs = params["thread_ts"] === undefined ? undefined : String(params["thread_ts"])
+          const post = { channel, threadTs, text: String(params["text"] ?? "") }
+          posts.push(post)
+          for (const w of postWatchers) w(post)
+          return answer(res, 200, { ok: true, channel, ts: `${++clock}.000100` })
+        }
+        default:
+          return answer(res, 200, { ok: false, error: "unknown_method" })
+      }
+    })
+  })
+
+  const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 })
+  await new Promise<void>((resolve) => wss.once("listening", () => resolve()))
+  const wsPort = (wss.address() as AddressInfo).port
+  const pending = new Map<string, string>()
+
+  const flush = () => {
+    const open = [...sockets].find((s) => s.readyState === s.OPEN)
+    if (open === undefined) return
+    while (waiting.length > 0) open.send(waiting.shift()!)
+  }
+  wss.on("connection", (socket, req) => {
+    const ticket = new URL(req.url ?? "/", "http://x").searchParams.get("ticket") ?? ""
+    if (!tickets.delete(ticket)) return socket.close(4001, "invalid ticket")
+    sockets.add(socket)
+    socket.on("close", () => sockets.delete(socket))
+    socket.on("message", (data) => {
+      const message = JSON.parse(String(data)) as { envelope_id?: string }
+      if (typeof message.envelope_id === "string") acks.add(message.envelope_id)
+    })
+    socket.send(JSON.stringify({ type: "hello", num_connections: sockets.size, debug_info: { host: "fake" }, connection_info: { app_id: "A0001" } }))
+    flush()
+  })
+
+  const envelope = (body: unknown, eventId: string | undefined, retryAttempt: number) => {
+    const id = `env-${++seq}`
+    if (eventId !== undefined) envelopes.set(eventId, id)
+    const raw = JSON.stringify({ envelope_id: id, type: "events_api", payload: body, accepts_response_payload: false, retry_attempt: retryAttempt, ...(retryAttempt > 0 ? { retry_reason: "timeout" } : {}) })
+    pending.set(id, raw)
+    waiting.push(raw)
+    flush()
+    return id
+  }
+
+  const apiSockets = new Set<net.Socket>()
+  api.on("connection", (s) => {
+    apiSockets.add(s)
+    s.on("close", () => apiSockets.delete(s))
+  })
+  let apiPort = 0
+  const listen = () => new Promise<void>((resolve) => api.listen(apiPort, "127.0.0.1", () => {
+    apiPort = (api.address() as AddressInfo).port
+    resolve()
+  }))
+  await listen()
+  let retries = new Map<string, number>()
+
+  return {
+    apiUrl: `http://127.0.0.1:${apiPort}/api/`,
+    botToken,
+    appToken,
+    botUserId,
+    say: ({ channel, user, text, channelType, threadTs, parentUserId }) => {
+      const ts = `${++clock}.${String(++seq).padStart(6, "0")}`
+      const eventId = `Ev${String(seq).padStart(8, "0")}`
+      const event = {
+        type: "message",
+        channel,
+        channel_type: channelType ?? (channel.startsWith("D") ? "im" : "channel"),
+        user: user ?? "UUSER001",
+        text,
+        ts,
+        event_ts: ts,
+        ...(threadTs !== undefined ? { thread_ts: threadTs } : {}),
+        ...(parentUserId !== undefined ? { parent_user_id: parentUserId } : {})
+      }
+      const body = { token: "verification", team_id: "T0001", api_app_id: "A0001", type: "event_callback", event_id: eventId, event_time: clock, event }
+      envelope(body, eventId, 0)
+      return { eventId, ts, body }
+    },
+    sendBody: (body) => envelope(body, undefined, 0),
+    redeliver: (event) => {
+      const n = (retries.get(event.eventId) ?? 0) + 1
+      retries = retries.set(event.eventId, n)
+      envelope(event.body, event.eventId, n)
+    },
+    acked: () => acks,
+    envelopeOf: (eventId) => envelopes.get(eventId),
+    posted: (channel, threadTs) => posts.filter((p) => p.channel === channel && (threadTs === undefined || p.threadTs === threadTs)),
+    awaitPost: (channel, text) =>
+      new Promise<void>((resolve) => {
+        const watch = (p: Posted) => {
+          if (p.channel !== channel || p.text !== text) return
+          postWatchers.delete(watch)
+          resolve()
+        }
+        postWatchers.add(watch)
+      }),
+    calls: (method) => times.get(method)?.length ?? 0,
+    rateLimitNext: (method, n, retryAfter, skip = 0) => void limits.set(method, { times: n, retryAfter, skip }),
+    callTimes: (method) => times.get(method) ?? [],
+    connections: () => [...sockets].filter((s) => s.readyState === s.OPEN).length,
+    dropSockets: () => {
+      for (const s of sockets) s.terminate()
+    },
+    refresh: () => {
+      for (const s of sockets) s.send(JSON.stringify({ type: "disconnect", reason: "refresh_requested" }))
+    },
+    down: async () => {
+      await new Promise<void>((resolve) => {
+        api.close(() => resolve())
+        for (const s of apiSockets) s.destroy()
+      })
+      for (const s of sockets) s.terminate()
+    },
+    up: listen,
+    stop: async () => {
+      for (const s of sockets) s.terminate()
+      await new Promise<void>((resolve) => wss.close(() => resolve()))
+      await new Promise<void>((resolve) => {
+        api.close(() => resolve())
+        for (const s of apiSockets) s.destroy()
+      })
+      void wsPort
+    }
+  }
+}
