@@ -3,7 +3,7 @@ import { Context, Effect, Layer } from "effect"
 
 export interface ClusterView {
   /** The registered runners (as @effect/cluster keeps them), with their last heartbeat. */
-  readonly runners: ReadonlyArray<{ readonly address: string; readonly healthy: boolean; readonly lastHeartbeat: string }>
+  readonly runners: ReadonlyArray<{ readonly address: string; readonly healthy: boolean; readonly heartbeatAgeMs: number }>
   /** Shard locks held per runner address (cluster_locks). */
   readonly shards: ReadonlyArray<{ readonly address: string; readonly shards: number }>
   /** Which runner last took each connection, and when (epoch millis). */
@@ -28,9 +28,10 @@ export class ClusterStore extends Context.Tag("pynchy/ClusterStore")<ClusterStor
         sql`INSERT INTO cluster_connections (connection, runner, epoch, since) VALUES (${connection}, ${runner}, ${epoch}, ${since})
           ON CONFLICT (connection) DO UPDATE SET runner = excluded.runner, epoch = excluded.epoch, since = excluded.since`.pipe(Effect.asVoid, Effect.orDie),
       view: Effect.all({
-        runners: orEmpty(sql<{ address: string; healthy: unknown; lastHeartbeat: unknown }>`
-          SELECT address, healthy, last_heartbeat AS "lastHeartbeat" FROM cluster_runners ORDER BY address`.pipe(
-          Effect.map((rows) => rows.map((r) => ({ address: r.address, healthy: Boolean(r.healthy), lastHeartbeat: r.lastHeartbeat instanceof Date ? r.lastHeartbeat.toISOString() : String(r.lastHeartbeat) })))
+        // The cluster keeps its tables on Postgres only here (a SQLite host has no cluster): its SQL.
+        runners: orEmpty(sql<{ address: string; healthy: unknown; ageMs: number }>`
+          SELECT address, healthy, (EXTRACT(EPOCH FROM (NOW() - last_heartbeat)) * 1000)::bigint AS "ageMs" FROM cluster_runners ORDER BY address`.pipe(
+          Effect.map((rows) => rows.map((r) => ({ address: r.address, healthy: Boolean(r.healthy), heartbeatAgeMs: Number(r.ageMs) })))
         )),
         shards: orEmpty(sql<{ address: string; shards: number }>`
           SELECT address, COUNT(*) AS shards FROM cluster_locks GROUP BY address ORDER BY address`.pipe(Effect.map((rows) => rows.map((r) => ({ address: r.address, shards: Number(r.shards) }))))),

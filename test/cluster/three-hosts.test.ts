@@ -162,10 +162,22 @@ describe.skipIf(skip)("three hosts on one Postgres (real bins, kill -9)", () => 
       const unhandled = await onDb((sql) => sql<{ n: number }>`SELECT COUNT(*)::int AS n FROM messages WHERE direction = 'in' AND handled_by IS NULL`)
       assert.strictEqual(unhandled[0]!.n, 0)
 
+      // The dead runner's shards all went to the survivors.
+      await Effect.runPromise(eventually(async () => {
+        const rows = await onDb((sql) => sql<{ address: string; n: number }>`SELECT address, COUNT(*)::int AS n FROM cluster_locks GROUP BY address`)
+        return rows.length === 2 && rows.reduce((sum, r) => sum + r.n, 0) === 30 && rows.every((r) => r.address !== holder.runner) ? rows : undefined
+      }, { label: "30 shards locked by the 2 survivors", timeout: "60 seconds" }))
       // Any host's status shows the runners, the holder of each connection and the shard counts.
       const status = runCli(["status"], { cwd: moved.dir, env: { ...env, PYNCHY_CONFIG: path.join(moved.dir, "pynchy.yaml") } })
-      assert.include(status.stdout, "cluster", status.stderr)
-      assert.match(status.stdout, new RegExp(`web +${moved.runner.replace(/\./g, "\\.")}`))
+      assert.include(status.stdout, `cluster   connection web on ${moved.runner} since`, status.stderr)
+      const shardsOf = (runner: string) => Number(new RegExp(`cluster   runner ${runner}: live, (\\d+) shards`).exec(status.stdout)?.[1] ?? -1)
+      const survivors = alive()
+      assert.strictEqual(survivors.length, 2)
+      assert.strictEqual(survivors.reduce((sum, n) => sum + shardsOf(n.runner), 0), 30, status.stdout)
+      assert.include(status.stdout, `cluster   runner ${holder.runner}: GONE`)
+      // Doctor reaches the live runners from here.
+      const doctor = runCli(["doctor"], { cwd: moved.dir, env: { ...env, PYNCHY_CONFIG: path.join(moved.dir, "pynchy.yaml") } })
+      assert.match(doctor.stdout, /ok +cluster +2 live runner\(s\) reachable/, doctor.stdout)
     } finally {
       for (const node of nodes) if (node.host !== undefined) await stopHost(node.host)
     }
