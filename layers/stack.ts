@@ -12,6 +12,7 @@ import { Approvals } from "../src/actions/Approvals.js"
 import * as Cluster from "../src/cluster/Cluster.js"
 import * as ClusterRuntimes from "../src/cluster/ClusterRuntimes.js"
 import { ClusterStore } from "../src/cluster/ClusterStore.js"
+import * as ConnectionEntity from "../src/cluster/ConnectionEntity.js"
 import { HostActions } from "../src/actions/HostActions.js"
 import { delegating } from "../src/runtimes/agent-session/DelegatingExecutor.js"
 import * as PluginChannels from "../src/channels/PluginChannels.js"
@@ -117,7 +118,7 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   // 7 + 8. connection runtimes, in order, each ready before the next
   // What the built-in runtimes talk through (HttpClient) is a requirement a custom host may swap.
   // A cluster host joins the others here and starts the runtimes of the connections it is given.
-  const clusterRuntimes = Layer.provide(ClusterRuntimes.layer, Layer.merge(Cluster.runnerLayer, ClusterStore.layer))
+  const clusterRuntimes = Layer.merge(ClusterRuntimes.layer, ConnectionEntity.layer).pipe(Layer.provide(Layer.merge(Cluster.runnerLayer, ClusterStore.layer)))
   const runtimes = logged(
     "connection runtimes",
     Layer.provide(Cluster.whenClustered(clusterRuntimes, connectionRuntimesLayer), Layer.merge(RuntimeContextsLive.layer, parts.httpClient ?? FetchHttpClient.layer))

@@ -41,6 +41,9 @@ export const shardingConfigOf = (cluster: ClusterConfig) => ({
   entityMessagePollInterval: Duration.seconds(2)
 })
 
+/** Wakes the holder of a connection about one of its conversations (set once the runner has joined). */
+export type Forward = (connection: string, conversationId: ConversationId) => Effect.Effect<void>
+
 export declare namespace HeldConnections {
   /** The connections whose singleton runs here (recovered, runtime ready): their turns are this host's. */
   export interface Service {
@@ -48,21 +51,35 @@ export declare namespace HeldConnections {
     readonly add: (connection: string) => void
     readonly remove: (connection: string) => void
     readonly list: () => ReadonlyArray<string>
+    /** Wakes the host that holds `connection` (nothing until the runner has joined: `setForward`). */
+    readonly forward: Forward
+    readonly setForward: (forward: Forward) => void
   }
 }
 export class HeldConnections extends Context.Tag("pynchy/HeldConnections")<HeldConnections, HeldConnections.Service>() {
   static readonly layer = Layer.sync(HeldConnections, () => {
     const held = new Set<string>()
+    // The queue is built before the runner joins the cluster (startup step 7): until then there is
+    // no one to wake, and the holders scan for work when they take a connection anyway.
+    let forward: Forward = () => Effect.void
     return {
       holds: (c) => held.has(c),
       add: (c) => void held.add(c),
       remove: (c) => void held.delete(c),
-      list: () => [...held]
+      list: () => [...held],
+      forward: (c, id) => Effect.suspend(() => forward(c, id)),
+      setForward: (f) => {
+        forward = f
+      }
     }
   })
 }
 
-/** Admits a conversation when this host holds its connection (a conversation never changes connection: cached). */
+/**
+ * Admits a conversation when this host holds its connection (a conversation never changes
+ * connection: cached); any other is the holder's, which is woken (a signal from `pynchy send`, a
+ * schedule that fired here, a retry timer of a turn that ran here before the connection moved).
+ */
 const gateLayer = Layer.effect(
   DispatchGate,
   Effect.gen(function* () {
@@ -72,12 +89,14 @@ const gateLayer = Layer.effect(
     return DispatchGate.of({
       admits: (conversationId) =>
         Effect.suspend(() => {
+          const decide = (connection: string) =>
+            held.holds(connection) ? Effect.succeed(true) : Effect.as(held.forward(connection, conversationId), false)
           const known = connectionOf.get(conversationId)
-          if (known !== undefined) return Effect.succeed(held.holds(known))
-          return Effect.map(messages.conversation(conversationId), (c) => {
-            if (Option.isNone(c)) return false
+          if (known !== undefined) return decide(known)
+          return Effect.flatMap(messages.conversation(conversationId), (c) => {
+            if (Option.isNone(c)) return Effect.succeed(false)
             connectionOf.set(conversationId, c.value.connection)
-            return held.holds(c.value.connection)
+            return decide(c.value.connection)
           })
         })
     })

@@ -13,14 +13,15 @@
  * connection, then the runtime closes.
  */
 import * as Sharding from "@effect/cluster/Sharding"
-import { Clock, Context, Effect, Layer, Scope } from "effect"
+import * as ShardId from "@effect/cluster/ShardId"
+import { Clock, Context, Duration, Effect, Layer, Option, Schedule, Scope } from "effect"
 import { HostConfig } from "../config/HostConfig.js"
 import { TurnStore } from "../db/TurnStore.js"
 import { HostIdentity } from "../pipeline/HostIdentity.js"
 import { TurnQueue } from "../pipeline/TurnQueue.js"
 import { ConnectionRuntimes, ConnectionRuntimeSources, type RuntimeHealth } from "../runtimes/ConnectionRuntimes.js"
 import { asNative } from "../runtimes/native-runtime.js"
-import { connectionSingleton, HeldConnections, runnerAddressOf } from "./Cluster.js"
+import { connectionSingleton, HeldConnections, runnerAddressOf, shardOf } from "./Cluster.js"
 import { ClusterStore } from "./ClusterStore.js"
 
 /** ConnectionRuntimes for a cluster host (steps 7 and 8 happen per connection, where it lands). */
@@ -77,6 +78,18 @@ export const layer = Layer.scoped(
     for (const connection of connections) {
       yield* sharding.registerSingleton(connectionSingleton(connection), hold(connection))
     }
+
+    // Ready (step 8) once this runner has taken its first shards and every connection on them is
+    // held (its runtime ready): a lone host answers on its connections when it says ready. Bounded:
+    // a runner given no shard, or a runtime that failed here, does not hold startup up for good.
+    const allShards = Array.from({ length: config.cluster.shards }, (_, i) => ShardId.make("default", i + 1))
+    const settled = Effect.sync(() =>
+      allShards.some((s) => sharding.hasShardId(s)) && connections.every((c) => !sharding.hasShardId(shardOf(sharding, c)) || held.holds(c))
+    )
+    const bound = Duration.millis(config.cluster.shardLockExpirationMs + 2 * config.cluster.refreshAssignmentsMs + config.limits.runtimeStartTimeoutMs + config.limits.runtimeReadyTimeoutMs)
+    const ok = yield* settled.pipe(Effect.repeat({ until: (done) => done, schedule: Schedule.spaced(Duration.millis(10)) }), Effect.timeoutOption(bound))
+    if (Option.isNone(ok)) yield* Effect.logWarning("cluster: not settled at startup; the connections land as the shards do").pipe(Effect.annotateLogs({ runner, waitedMs: Duration.toMillis(bound) }))
+    yield* Effect.logInfo("cluster joined").pipe(Effect.annotateLogs({ runner, holding: held.list().join(",") }))
 
     return ConnectionRuntimes.of({
       health: Effect.map(Effect.forEach([...running.values()], (r) => r.health), (all): ReadonlyArray<RuntimeHealth> => all.flat())

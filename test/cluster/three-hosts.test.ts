@@ -52,7 +52,7 @@ describe.skipIf(skip)("three hosts on one Postgres (real bins, kill -9)", () => 
         `dataDir: ${dir}`,
         "containerRuntime: process",
         "workspaces: [{ id: main, agentCore: scripted }]",
-        "routes: [{ connection: web, place: '*', workspace: main }]",
+        "routes: [{ connection: web, place: '*', workspace: main }, { connection: cli, place: '*', workspace: main }]",
         `connections: { web: { kind: http, port: ${httpPort}, tokens: ['${hashToken(TOKEN)}'] } }`,
         `cluster: { host: 127.0.0.1, port: ${clusterPort}, shardLockExpirationMs: 3000, shardLockRefreshMs: 1000, refreshAssignmentsMs: 500, shards: 30 }`
       ].join("\n") + "\n")
@@ -167,6 +167,20 @@ describe.skipIf(skip)("three hosts on one Postgres (real bins, kill -9)", () => 
         const rows = await onDb((sql) => sql<{ address: string; n: number }>`SELECT address, COUNT(*)::int AS n FROM cluster_locks GROUP BY address`)
         return rows.length === 2 && rows.reduce((sum, r) => sum + r.n, 0) === 30 && rows.every((r) => r.address !== holder.runner) ? rows : undefined
       }, { label: "30 shards locked by the 2 survivors", timeout: "60 seconds" }))
+      // `pynchy send` on a host that does not hold `cli`: that host wakes the holder through the
+      // cluster (the connection's entity), and the holder runs the turn.
+      const cliHolder = await Effect.runPromise(eventually(async () => {
+        const rows = await onDb((sql) => sql<{ runner: string }>`SELECT runner FROM cluster_connections WHERE connection = 'cli'`)
+        return rows[0] !== undefined && alive().some((n) => n.runner === rows[0]!.runner) ? rows[0].runner : undefined
+      }, { label: "cli held by a survivor" }))
+      const other = alive().find((n) => n.runner !== cliHolder)!
+      const sent = runCli(["send", "-c", "cli:forwarded", "sent on another host"], { cwd: other.dir, env: { ...env, PYNCHY_CONFIG: path.join(other.dir, "pynchy.yaml") } })
+      assert.strictEqual(sent.code, 0, sent.stderr)
+      await Effect.runPromise(eventually(async () => {
+        const rows = await onDb((sql) => sql<{ status: string }>`SELECT t.status FROM messages m JOIN turns t ON t.id = m.handled_by WHERE m.conversation_id = 'cli:forwarded'`)
+        return rows.length === 1 && rows[0]!.status === "completed" ? true : undefined
+      }, { label: "the message sent on a non-holder answered by the holder of cli" }))
+
       // Any host's status shows the runners, the holder of each connection and the shard counts.
       const status = runCli(["status"], { cwd: moved.dir, env: { ...env, PYNCHY_CONFIG: path.join(moved.dir, "pynchy.yaml") } })
       assert.include(status.stdout, `cluster   connection web on ${moved.runner} since`, status.stderr)
