@@ -9,6 +9,10 @@ import type * as HttpClient from "@effect/platform/HttpClient"
 import type { SqlClient } from "@effect/sql"
 import { Cause, Effect, Layer, Option } from "effect"
 import { Approvals } from "../src/actions/Approvals.js"
+import * as Cluster from "../src/cluster/Cluster.js"
+import * as ClusterRuntimes from "../src/cluster/ClusterRuntimes.js"
+import { ClusterStore } from "../src/cluster/ClusterStore.js"
+import * as ConnectionEntity from "../src/cluster/ConnectionEntity.js"
 import { HostActions } from "../src/actions/HostActions.js"
 import { delegating } from "../src/runtimes/agent-session/DelegatingExecutor.js"
 import * as PluginChannels from "../src/channels/PluginChannels.js"
@@ -104,14 +108,21 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const support = Layer.mergeAll(delegating(parts.executor), parts.rollback, LiveStatus.layer, parts.runtimes)
   // 5. the queue accepts work; dispatch stays closed until step 9, so building it before step 4
   // (which needs the executor's liveness, provided with it) changes nothing the seed orders.
-  const queue = logged("queue", Layer.provideMerge(TurnQueue.layer, TurnRunner.layer))
+  // With Postgres (several hosts) the queue starts only the turns of the connections this host holds.
+  const queue = logged("queue", Layer.provideMerge(TurnQueue.layer, Layer.merge(TurnRunner.layer, Cluster.holdingLayer)))
   const pipeline = logged("pipeline", Layer.provideMerge(Layer.merge(Ingest.layer, Recovery.layer), TurnQueue.signalLayer))
   // 4. orphan claims released (needs the liveness of executors; nothing dispatches yet)
-  const recovered = logged("recovery: release orphan claims", RecoveredTurns.layer)
+  // A cluster host releases orphan claims per connection, as it takes each over (src/cluster).
+  const recovered = logged("recovery: release orphan claims", Cluster.whenClustered(Layer.succeed(RecoveredTurns, { survivors: [] }), RecoveredTurns.layer))
   const control = logged("control socket", ControlSocket.layer)
   // 7 + 8. connection runtimes, in order, each ready before the next
   // What the built-in runtimes talk through (HttpClient) is a requirement a custom host may swap.
-  const runtimes = logged("connection runtimes", Layer.provide(connectionRuntimesLayer, Layer.merge(RuntimeContextsLive.layer, parts.httpClient ?? FetchHttpClient.layer)))
+  // A cluster host joins the others here and starts the runtimes of the connections it is given.
+  const clusterRuntimes = Layer.merge(ClusterRuntimes.layer, ConnectionEntity.layer).pipe(Layer.provide(Layer.merge(Cluster.runnerLayer, ClusterStore.layer)))
+  const runtimes = logged(
+    "connection runtimes",
+    Layer.provide(Cluster.whenClustered(clusterRuntimes, connectionRuntimesLayer), Layer.merge(RuntimeContextsLive.layer, parts.httpClient ?? FetchHttpClient.layer))
+  )
   // 9. interrupted turns dispatched
   const dispatch = logged("recovery: dispatch", dispatchLayer)
   // Scheduled work: the timer fires due runs into the pipeline (docs/schedules.md).

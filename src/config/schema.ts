@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { ConnectionName, WorkspaceId } from "../domain/ids.js"
 import { McpServerSpec } from "../domain/mcp.js"
 import { Route, Workspace } from "../domain/workspace.js"
+import { ClusterConfig } from "./cluster.js"
 import { DatabaseConfig } from "./database.js"
 import { GatewayConfig } from "./gateway.js"
 import { UI_CONNECTION, UiConfig } from "./ui.js"
@@ -82,6 +83,8 @@ export class PynchyConfig extends Schema.Class<PynchyConfig>("PynchyConfig")({
   dataDir: Schema.optionalWith(Schema.NonEmptyString, { default: () => ".pynchy" }),
   /** Postgres instead of the SQLite file in dataDir (docs/deploy.md). */
   database: Schema.optionalWith(DatabaseConfig, { default: () => DatabaseConfig.make({}) }),
+  /** With Postgres, how this host joins the others as a cluster runner (docs/deploy.md). */
+  cluster: Schema.optionalWith(ClusterConfig, { default: () => ClusterConfig.make({}) }),
   workspaces: Schema.optionalWith(Schema.Array(Workspace), { default: defaultWorkspaces }),
   routes: Schema.optionalWith(Schema.Array(Route), { default: defaultRoutes }),
   connections: Schema.optionalWith(Schema.Record({ key: ConnectionName, value: ConnectionConfig }), { default: () => ({}) }),

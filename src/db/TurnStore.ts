@@ -128,11 +128,14 @@ export declare namespace TurnStore {
     readonly adopt: (turnId: TurnId, owner: TurnOwner) => Effect.Effect<boolean>
     /**
      * Recovery part 1: running turns of earlier epochs whose executor `isAlive` denies become
-     * interrupted and release their claims; survivors keep theirs and move to `epoch`.
+     * interrupted and release their claims; survivors keep theirs and move to `epoch`. With
+     * `connection`, only the turns of that connection's conversations (a cluster host taking over
+     * one connection: src/cluster).
      */
     readonly releaseOrphans: <E, R>(
       epoch: HostEpoch,
-      isAlive: (executor: ExecutorId) => Effect.Effect<boolean, E, R>
+      isAlive: (executor: ExecutorId) => Effect.Effect<boolean, E, R>,
+      connection?: string
     ) => Effect.Effect<OrphanRelease, E, R>
     readonly get: (turnId: TurnId) => Effect.Effect<Option.Option<Turn>>
     readonly claimsOf: (turnId: TurnId) => Effect.Effect<ReadonlyArray<MessageId>>
@@ -224,12 +227,13 @@ export class TurnStore extends Context.Tag("pynchy/TurnStore")<TurnStore, TurnSt
           return true
         })).pipe(Effect.orDie)
 
-    const releaseOrphans = <E, R>(epoch: HostEpoch, isAlive: (executor: ExecutorId) => Effect.Effect<boolean, E, R>) =>
+    const releaseOrphans = <E, R>(epoch: HostEpoch, isAlive: (executor: ExecutorId) => Effect.Effect<boolean, E, R>, connection?: string) =>
       Effect.gen(function* () {
+        const ofConnection = connection === undefined ? sql`` : sql` AND conversation_id IN (SELECT id FROM conversations WHERE connection = ${connection})`
         const running = yield* SqlSchema.findAll({
           Request: HostEpoch,
           Result: TurnRow,
-          execute: (e) => sql`SELECT ${sql.literal(turnColumns)} FROM turns WHERE status = 'running' AND (owner_epoch IS NULL OR owner_epoch != ${e})`
+          execute: (e) => sql`SELECT ${sql.literal(turnColumns)} FROM turns WHERE status = 'running' AND (owner_epoch IS NULL OR owner_epoch != ${e})${ofConnection}`
         })(epoch).pipe(Effect.orDie)
         // Liveness is asked outside any transaction: it may talk to a container runtime or a session.
         const verdicts = yield* Effect.forEach(running, (t) =>

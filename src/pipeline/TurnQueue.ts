@@ -6,6 +6,7 @@ import { TurnOwner } from "../domain/turn.js"
 import { EventBus } from "../events/EventBus.js"
 import { HostIdentity } from "./HostIdentity.js"
 import { AgentExecutor } from "./AgentExecutor.js"
+import { DispatchGate } from "./DispatchGate.js"
 import { type StartedTurn, TurnRunner } from "./TurnRunner.js"
 import { TurnSignal } from "./TurnSignal.js"
 
@@ -47,6 +48,7 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
     const executor = yield* AgentExecutor
     const bus = yield* EventBus
     const capacity = config.limits.maxConcurrentTurns
+    const gate = yield* Effect.serviceOption(DispatchGate)
     const scope = yield* Effect.scope
 
     // Insertion-ordered: conversations are served in the order they were first signalled.
@@ -125,6 +127,11 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
           yield* release(1)
           continue
         }
+        if (gate._tag === "Some" && !(yield* gate.value.admits(conversationId))) {
+          // Another host holds its connection: its work is that host's (the signal is dropped here).
+          yield* release(1)
+          continue
+        }
         const executorId = yield* executor.allocate(conversationId)
         // Both fields are branded values already: no second validation on the dispatch path.
         requests.push({ conversationId, owner: TurnOwner.make({ epoch: identity.epoch, executor: executorId }, true) })
@@ -156,9 +163,9 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
       }
     })
 
-    const gate = yield* Effect.makeLatch(false)
+    const opened = yield* Effect.makeLatch(false)
     // A defect here would stop every turn: it is logged, never swallowed.
-    yield* gate.await.pipe(
+    yield* opened.await.pipe(
       Effect.zipRight(loop),
       Effect.tapErrorCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("the turn dispatcher stopped", cause)),
       Effect.forkScoped
@@ -170,7 +177,7 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
         const work = yield* turns.conversationsWithWork
         for (const c of work) waiting.add(c)
         isOpen = true
-        yield* gate.open
+        yield* opened.open
         yield* wake.open
         return work.length
       }),

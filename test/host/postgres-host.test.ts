@@ -35,11 +35,14 @@ describe.skipIf(skip)("a host on Postgres (real bin)", () => {
     const url = scratchPostgres().createDatabase()
     const dir = tempDir()
     const port = await freePort()
+    // A Postgres host is a cluster runner: its own runner port, so tests can run side by side.
+    const clusterPort = await freePort()
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
       `dataDir: ${dir}`,
       "workspaces: [{ id: main, agentCore: scripted }]",
       "routes: [{ connection: web, place: '*', workspace: main }]",
-      `connections: { web: { kind: http, port: ${port}, tokens: ['${hashToken(TOKEN)}'] } }`
+      `connections: { web: { kind: http, port: ${port}, tokens: ['${hashToken(TOKEN)}'] } }`,
+      `cluster: { host: 127.0.0.1, port: ${clusterPort} }`
     ].join("\n") + "\n")
     const base = `http://127.0.0.1:${port}/v1/conversations/room`
     const env = { PYNCHY_DATABASE_URL: url }

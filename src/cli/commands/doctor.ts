@@ -4,6 +4,7 @@ import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { HostConfig } from "../../config/HostConfig.js"
+import { clusterCheck } from "../../cluster/doctor.js"
 import * as Database from "../../db/Database.js"
 import { problemLine } from "../../domain/problems.js"
 import { type Deployment, resolveCatalog } from "../../gateway/catalog.js"
@@ -154,6 +155,7 @@ export const doctor = Command.make("doctor", {}, () =>
         checks.push(Either.isRight(opened)
           ? { verdict: "ok", name, detail: `${Database.location(cfg)} opens and is migrated` }
           : { verdict: "fail", name, detail: opened.left.message, fix: Option.isSome(cfg.databaseUrl) ? "check the server is up and the URL's user, password and database (docs/deploy.md)" : "check the file's permissions, or move it aside to start afresh" })
+        if (Either.isRight(opened)) checks.push(...Option.toArray(yield* clusterCheck(cfg)))
       }
     }
     checks.push(yield* sandboxCheck(Either.isRight(loaded) ? loaded.right.config : { containerRuntime: "auto", workspaces: [] }))

@@ -4,6 +4,8 @@ import { HostConfig } from "../../config/HostConfig.js"
 import { HostStore } from "../../db/HostStore.js"
 import { TurnStore } from "../../db/TurnStore.js"
 import { TurnStatus } from "../../domain/turn.js"
+import * as Cluster from "../../cluster/Cluster.js"
+import { ClusterStore, type ClusterView } from "../../cluster/ClusterStore.js"
 import * as Database from "../../db/Database.js"
 import * as Stores from "../../db/Stores.js"
 import { readStatusFile } from "../../host/status-file.js"
@@ -31,6 +33,19 @@ const tunnelLine = (reports: ReadonlyArray<TunnelReport>) => {
     : `tunnel    none${reports.length > 0 ? ` (${reports.map((r) => `${r.name}: ${r.detail}`).join("; ")})` : ""}`
 }
 
+/** The runners, their shard counts, and which runner holds each connection (a runner whose heartbeat is older than the lock expiration is gone). */
+const clusterLines = (view: ClusterView, expirationMs: number): ReadonlyArray<string> => {
+  const shards = new Map(view.shards.map((s) => [s.address, s.shards]))
+  const live = new Set(view.runners.filter((r) => r.heartbeatAgeMs < expirationMs).map((r) => r.address))
+  return [
+    ...view.runners.map((r) =>
+      `cluster   runner ${r.address}: ${live.has(r.address) ? (r.healthy ? "live" : "live, unhealthy") : "GONE"}, ${shards.get(r.address) ?? 0} shards, heartbeat ${Math.round(r.heartbeatAgeMs / 1000)} s ago`),
+    ...view.connections.map((c) =>
+      `cluster   connection ${c.connection} on ${c.runner}${live.has(c.runner) ? "" : " (GONE: moves when a live runner takes its shard)"} since ${time(c.since)}`),
+    ...(view.runners.length === 0 ? ["cluster   no runner registered yet"] : [])
+  ]
+}
+
 /** Reads the database (and the running host's status file) and detects tunnels, without starting anything. */
 export const status = Command.make("status", { json }, ({ json }) =>
   Effect.gen(function* () {
@@ -51,13 +66,14 @@ export const status = Command.make("status", { json }, ({ json }) =>
     // Conversations whose last turn was left waiting on a human (a delegated session's question).
     const blocked = yield* turnStore.latestBlocked(20)
     const cursors = yield* host.cursors
+    const cluster = Cluster.isClustered(config) ? yield* Effect.flatMap(ClusterStore, (s) => s.view) : null
     if (json) {
       const turns = {
         counts: Object.fromEntries(TurnStatus.literals.map((s) => [s, turnCounts[s] ?? 0])),
         blocked: blocked.map((t) => ({ conversationId: t.conversationId, turnId: t.id, state: t.error, since: t.updatedAt }))
       }
       const tunnel = { url: publicUrl(reports)?.url ?? null, detected: reports }
-      return yield* Console.log(JSON.stringify({ database: Database.location(config), counts, lastRun: Option.getOrNull(last), live, cursors, schedules, attachments, turns, tunnel }, null, 2))
+      return yield* Console.log(JSON.stringify({ database: Database.location(config), counts, lastRun: Option.getOrNull(last), live, cursors, schedules, attachments, turns, tunnel, cluster }, null, 2))
     }
     yield* Console.log(`database  ${Database.location(config)}`)
     yield* Console.log(tunnelLine(reports))
@@ -79,6 +95,9 @@ export const status = Command.make("status", { json }, ({ json }) =>
         }
       }
     }
+    if (cluster !== null) {
+      for (const line of clusterLines(cluster, config.config.cluster.shardLockExpirationMs)) yield* Console.log(line)
+    }
     for (const c of cursors) yield* Console.log(`cursor    ${c.connection}/${c.stream} at ${c.position} (last event ${time(c.updatedAt)})`)
     for (const t of schedules) yield* Console.log(`schedule  ${formatSummary(t)}`)
     for (const a of attachments) yield* Console.log(`session   ${attachmentLine(a)}`)
@@ -91,5 +110,5 @@ export const status = Command.make("status", { json }, ({ json }) =>
 ).pipe(
   Command.withDescription("Show what the database holds and what the running host reports."),
   Command.provide(({ json: _ }) =>
-    Layer.provideMerge(Layer.provide(Layer.merge(Stores.layer, AttachmentStore.layerDatabase), Database.layer), HostConfig.layer))
+    Layer.provideMerge(Layer.provide(Layer.mergeAll(Stores.layer, AttachmentStore.layerDatabase, ClusterStore.layer), Database.layer), HostConfig.layer))
 )
