@@ -112,12 +112,9 @@ export const whenClustered = <A, E1, R1, E2, R2>(cluster: Layer.Layer<A, E1, R1>
 
 /**
  * Before the queue: the connections this host holds and the gate on dispatch. A single host holds
- * nothing and has no gate (every conversation is its own).
+ * nothing and its gate admits every conversation.
  */
-export const holdingLayer = whenClustered(
-  Layer.provideMerge(gateLayer, HeldConnections.layer),
-  Layer.merge(HeldConnections.layer, Layer.succeed(DispatchGate, DispatchGate.of({ admits: () => Effect.succeed(true) })))
-)
+export const holdingLayer = whenClustered(Layer.provideMerge(gateLayer, HeldConnections.layer), Layer.merge(HeldConnections.layer, DispatchGate.all))
 
 /** This host as a runner: Sharding on the shared database (SQL runner storage and message storage), reached over TCP. */
 export const runnerLayer = Layer.unwrapEffect(

@@ -48,7 +48,7 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
     const executor = yield* AgentExecutor
     const bus = yield* EventBus
     const capacity = config.limits.maxConcurrentTurns
-    const gate = yield* Effect.serviceOption(DispatchGate)
+    const gate = yield* DispatchGate
     const scope = yield* Effect.scope
 
     // Insertion-ordered: conversations are served in the order they were first signalled.
@@ -127,7 +127,7 @@ export class TurnQueue extends Context.Tag("pynchy/TurnQueue")<TurnQueue, TurnQu
           yield* release(1)
           continue
         }
-        if (gate._tag === "Some" && !(yield* gate.value.admits(conversationId))) {
+        if (!(yield* gate.admits(conversationId))) {
           // Another host holds its connection: its work is that host's (the signal is dropped here).
           yield* release(1)
           continue
