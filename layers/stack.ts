@@ -48,6 +48,7 @@ import type { ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntime
 import type { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
 import { AgentTasks } from "../src/schedules/AgentTasks.js"
 import { Scheduler } from "../src/schedules/Scheduler.js"
+import { speechLayer } from "../src/speech/Speech.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
 import * as Metrics from "../src/telemetry/metrics.js"
 import * as Telemetry from "../src/telemetry/Telemetry.js"
@@ -94,7 +95,8 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   // executor, which builds each turn's context, and the runner, which handles /new.
   const memory = logged("conversation memory", ConversationContext.layer)
   // Outbound deliveries and host actions come before the executor, which offers actions as tools.
-  const outbox = logged("outbox", Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer)))
+  // Spoken replies (src/speech) are made by the outbox, right before a send that carries audio.
+  const outbox = logged("outbox", Layer.provideMerge(Outbox.layer, Layer.provideMerge(speechLayer, Layer.merge(Channels.layer, Workspaces.layer))))
   // Approvals reads the replies Ingest (step "pipeline") commits, so it outlives Ingest at shutdown.
   // Host MCP servers start on first use and stop after everything that calls them.
   const actions = logged(

@@ -16,6 +16,7 @@ export const BUILTINS: ReadonlyArray<BuiltinPlugin> = [
   { name: "agent-cores", load: () => import("./agent-cores.js").then((m) => m.default) },
   { name: "http", load: () => import("../channels/http/plugin.js").then((m) => m.default) },
   { name: "telegram", requires: "grammy", load: () => import("../channels/telegram/plugin.js").then((m) => m.default) },
+  { name: "speech", load: () => import("./speech.js").then((m) => m.default) },
   { name: "tunnels", load: () => import("./tunnels.js").then((m) => m.default) },
   { name: "slack", requires: "@slack/bolt", load: () => import("./slack.js").then((m) => m.default) }
 ]

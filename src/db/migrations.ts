@@ -13,6 +13,7 @@ import { m0011_schedule_spend } from "./migrations/0011_schedule_spend.js"
 import { m0012_event_lookups } from "./migrations/0012_event_lookups.js"
 import { m0013_turn_lookups } from "./migrations/0013_turn_lookups.js"
 import { m0014_delivery_parts } from "./migrations/0014_delivery_parts.js"
+import { m0015_delivery_audio } from "./migrations/0015_delivery_audio.js"
 import { ddl } from "./dialect.js"
 
 /**
@@ -151,5 +152,6 @@ export const migrations = {
   "0011_schedule_spend": m0011_schedule_spend,
   "0012_event_lookups": m0012_event_lookups,
   "0013_turn_lookups": m0013_turn_lookups,
-  "0014_delivery_parts": m0014_delivery_parts
+  "0014_delivery_parts": m0014_delivery_parts,
+  "0015_delivery_audio": m0015_delivery_audio
 } as const

@@ -9,6 +9,7 @@
  *        -> 409 {error: "idempotency_key_reused"} when this token used the key in this place for another body
  *        -> 413 {error: "payload_too_large"} (after the body was read, so the client sees it)
  *   GET  /v1/conversations/{place}/replies?after=<id>  -> 200 {replies: [{id, key, kind, text, at}]}
+ *   GET  /v1/conversations/{place}/replies/{id}/audio -> the audio of a spoken reply (audio/wav)
  *   GET  /v1/conversations/{place}/stream             -> text/event-stream, `event: reply`
  *        (with an id), and `event: delta` (streamed text of the reply to come; no id, not replayed)
  *
@@ -106,6 +107,8 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
           name,
           // Replies are read from the deliveries table: sending again changes nothing.
           idempotentResends: true,
+          // A spoken reply's audio is stored before this send (src/speech): the replies list its URL.
+          audio: "wav",
           send: (delivery) => {
             if (!listening) return Promise.reject(new Error(`http connection '${name}' is closed`))
             hub.delivered(delivery.place)
