@@ -49,6 +49,7 @@ import type { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.
 import { AgentTasks } from "../src/schedules/AgentTasks.js"
 import { Scheduler } from "../src/schedules/Scheduler.js"
 import { speechLayer } from "../src/speech/Speech.js"
+import { PublicUrl } from "../src/tunnels/PublicUrl.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
 import * as Metrics from "../src/telemetry/metrics.js"
 import * as Telemetry from "../src/telemetry/Telemetry.js"
@@ -80,7 +81,8 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   // 1. config
   const config = logged("config", Layer.merge(parts.config, HostIdentity.layer))
   // 2. plugins; from here on the config's workspaces include the plugins' (src/plugins/workspaces.ts)
-  const plugins = logged("plugins", Layer.provideMerge(layerJoinedConfig, parts.plugins))
+  // The public base URL (a tunnel's, when settings say `publicUrl: tunnel`) is detected on first use.
+  const plugins = logged("plugins", Layer.provideMerge(Layer.merge(layerJoinedConfig, PublicUrl.layer), parts.plugins))
   // 3. database, migrations, this run's record
   const database = logged("database", Layer.provideMerge(runRecordLayer, Layer.provideMerge(Stores.layer, parts.database)))
   // The event bus and its observers (the event log, plugins' observers) come before anything that

@@ -40,14 +40,23 @@ const config = (dir: string) =>
     connections: {}
   }, "test config"))
 
-const withHost = Effect.gen(function* () {
-  const runtime = makeHttpRuntime({ name: "web", settings: decodeHttpSettings("web", { kind: "http", port: 0, tokens: [hashToken(TOKEN)] }), dataDir: tempDir() })
+const presentTunnel = definePlugin({
+  name: "present-tunnel",
+  tunnel: () => ({ name: "here", detect: async () => ({ present: true, url: "https://pynchy.example.ts.net/", detail: "a test tunnel" }) })
+})
+
+const withHostOf = (settings: Record<string, unknown> = {}) => Effect.gen(function* () {
+  const runtime = makeHttpRuntime({ name: "web", settings: decodeHttpSettings("web", { kind: "http", port: 0, tokens: [hashToken(TOKEN)], ...settings }), dataDir: tempDir() })
   const ctx = yield* Layer.build(makeTestHost(config(tempDir()), {
     runtimes: [{ plugin: "http", value: runtime }],
-    plugins: [{ name: "broken-speech", load: () => Promise.resolve(brokenSynthesizers) }]
+    plugins: [
+      { name: "broken-speech", load: () => Promise.resolve(brokenSynthesizers) },
+      { name: "present-tunnel", load: () => Promise.resolve(presentTunnel) }
+    ]
   }))
   return { ctx, base: `http://127.0.0.1:${runtime.port()}` }
 })
+const withHost = withHostOf()
 
 const authed = { authorization: `Bearer ${TOKEN}` }
 
@@ -109,5 +118,17 @@ describe.skipIf(skipWithout("espeak-ng", "apt-get install espeak-ng") || skipWit
         assert.strictEqual(reply!.text, "echo: hello")
         assert.isUndefined(reply!.audio, place)
       }
+    }))
+
+  it.scopedLive("with publicUrl: tunnel, the audio URL is under the first present tunnel's URL", () =>
+    Effect.gen(function* () {
+      const { base, ctx } = yield* withHostOf({ publicUrl: "tunnel" })
+      assert.strictEqual(yield* post(base, "spoken", "hi"), 202)
+      const [reply] = yield* sentReplies(ctx, base, "spoken", 1)
+      assert.match(reply!.audio ?? "", /^https:\/\/pynchy\.example\.ts\.net\/v1\/conversations\/spoken\/replies\/\d+\/audio$/)
+      // The same path answers here (the tunnel forwards to it).
+      const audio = yield* audioOf(base, new URL(reply!.audio!).pathname)
+      assert.strictEqual(audio.status, 200)
+      assert.isAbove(decodedSeconds(audio.bytes, "wav"), 0)
     }))
 })

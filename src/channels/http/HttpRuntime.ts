@@ -26,6 +26,7 @@ import { readTokenHashes, tokenMatcher } from "../../config/token-hashes.js"
 import { DeliveryStore } from "../../db/DeliveryStore.js"
 import type { Channel } from "../../pipeline/channel-contract.js"
 import { native, type NativeConnectionRuntime } from "../../runtimes/native-runtime.js"
+import { resolvePublicUrl } from "../../tunnels/PublicUrl.js"
 import { Caller, HttpFailure, json, makeRouter } from "./api.js"
 import { ReplyHub } from "./replies.js"
 import type { HttpSettings } from "./settings.js"
@@ -67,7 +68,9 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
         const deliveries = yield* DeliveryStore
         const hub = new ReplyHub()
         const closing = yield* Deferred.make<void>()
-        const router = makeRouter({ name, settings, context, deliveries, hub, closing })
+        // Audio URLs are paths of this server unless `publicUrl` gives their base.
+        const baseUrl = settings.publicUrl === undefined ? undefined : yield* resolvePublicUrl(settings.publicUrl, "", `connections.${name}.publicUrl`)
+        const router = makeRouter({ name, settings, context, deliveries, hub, closing, ...(baseUrl !== undefined ? { baseUrl } : {}) })
 
         const app = Effect.gen(function* () {
           const req = yield* HttpServerRequest.HttpServerRequest
