@@ -7,6 +7,9 @@ import { Duration, Effect, Either, Fiber, TestClock } from "effect"
 import { espeak } from "../../src/builtins/speech.js"
 import { convert, looksLike } from "../../src/speech/audio.js"
 import { synthesize } from "../../src/speech/synthesize.js"
+import type { SpeechSynthesizer } from "../../src/plugins/contract.js"
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
 import { skipWithout } from "../support/system.js"
 import { decodedSeconds } from "./support.js"
 
@@ -52,5 +55,15 @@ describe.skipIf(skipWithout("espeak-ng", "apt-get install espeak-ng") || skipWit
         assert.isAbove(short!, 0)
         assert.isAbove(long!, short!)
       }
+    }))
+
+  it.live("the example plugin-speech-sox answers WAV whose duration grows with the words", () =>
+    Effect.gen(function* () {
+      const file = path.resolve(import.meta.dirname, "../../examples/plugin-speech-sox/plugin.js")
+      const plugin = (yield* Effect.promise(() => import(pathToFileURL(file).href) as Promise<{ default: { speechSynthesizer: () => SpeechSynthesizer } }>)).default
+      const tones = plugin.speechSynthesizer()
+      const [short, long] = yield* Effect.all([synthesize(tones, { text: "two words" }), synthesize(tones, { text: "four words this time", voice: "660" })])
+      assert.isAbove(decodedSeconds(short.audio, "wav"), 0)
+      assert.isAbove(decodedSeconds(long.audio, "wav"), decodedSeconds(short.audio, "wav"))
     }))
 })
