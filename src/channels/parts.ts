@@ -15,7 +15,8 @@
  * part under its key instead: `resendUnknown: true`.
  *
  * The audio of a spoken reply (`delivery.audio`) is one more part, after the text, keyed
- * `<delivery key>#audio`: claimed and settled like the others, so it never goes out twice.
+ * `<delivery key>#audio`: claimed and settled like the others, so it never goes out twice; being
+ * an extra, its failure is logged and never fails the delivery (its text arrived).
  */
 import { Effect, Schema } from "effect"
 import { DeliveryStore } from "../db/DeliveryStore.js"

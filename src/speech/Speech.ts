@@ -59,8 +59,9 @@ export const makeSpeech = Effect.gen(function* () {
             Effect.logWarning("spoken reply: no audio; the text goes out alone").pipe(
               Effect.annotateLogs({ delivery: delivery.idempotencyKey, code: e.code, synthesizer: e.synthesizer, reason: e.reason })
             )),
-          Effect.option
-        ).pipe(Effect.map(Option.getOrUndefined))
+          Effect.option,
+          Effect.map(Option.getOrUndefined)
+        )
       if (audio === undefined || audio.format !== format) return Option.none()
       return Option.some<OutboundAudio>({ format, mimeType: mimeTypeOf(format), bytes: audio.bytes })
     }).pipe(Effect.withSpan("Speech.audioFor", { attributes: { "pynchy.delivery.key": delivery.idempotencyKey }, captureStackTrace: false }))
