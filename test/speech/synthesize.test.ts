@@ -3,7 +3,7 @@
  * its OGG/Opus form decode to a duration that grows with the text.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Either, Fiber, TestClock } from "effect"
+import { Chunk, Duration, Effect, Either, Fiber, TestClock } from "effect"
 import { espeak } from "../../src/builtins/speech.js"
 import { convert, looksLike } from "../../src/speech/audio.js"
 import { synthesize } from "../../src/speech/synthesize.js"
@@ -21,6 +21,8 @@ describe("speech synthesizer calls", () => {
     Effect.gen(function* () {
       const hanging = { name: "hangs", synthesize: () => new Promise<never>(() => {}) }
       const fiber = yield* Effect.fork(Effect.either(synthesize(hanging, { text: "hi" }, Duration.seconds(3))))
+      // The deadline's sleep must be registered before the clock moves past it.
+      while (Chunk.isEmpty(yield* TestClock.sleeps())) yield* Effect.yieldNow()
       yield* TestClock.adjust(Duration.seconds(3))
       const result = yield* Fiber.join(fiber)
       assert.isTrue(Either.isLeft(result) && result.left.code === "synthesize_timeout" && result.left.synthesizer === "hangs")
