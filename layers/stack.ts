@@ -52,6 +52,8 @@ import type { ConnectionRuntimeSources } from "../src/runtimes/ConnectionRuntime
 import type { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.js"
 import { AgentTasks } from "../src/schedules/AgentTasks.js"
 import { Scheduler } from "../src/schedules/Scheduler.js"
+import { speechLayer } from "../src/speech/Speech.js"
+import { PublicUrl } from "../src/tunnels/PublicUrl.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
 import * as Metrics from "../src/telemetry/metrics.js"
 import * as Telemetry from "../src/telemetry/Telemetry.js"
@@ -83,7 +85,8 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   // 1. config
   const config = logged("config", Layer.merge(parts.config, HostIdentity.layer))
   // 2. plugins; from here on the config's workspaces include the plugins' (src/plugins/workspaces.ts)
-  const plugins = logged("plugins", Layer.provideMerge(layerJoinedConfig, parts.plugins))
+  // The public base URL (a tunnel's, when settings say `publicUrl: tunnel`) is detected on first use.
+  const plugins = logged("plugins", Layer.provideMerge(Layer.merge(layerJoinedConfig, PublicUrl.layer), parts.plugins))
   // 3. database, migrations, this run's record
   const database = logged("database", Layer.provideMerge(runRecordLayer, Layer.provideMerge(Stores.layer, parts.database)))
   // The event bus and its observers (the event log, plugins' observers) come before anything that
@@ -98,7 +101,8 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   // executor, which builds each turn's context, and the runner, which handles /new.
   const memory = logged("conversation memory", ConversationContext.layer)
   // Outbound deliveries and host actions come before the executor, which offers actions as tools.
-  const outbox = logged("outbox", Layer.provideMerge(Outbox.layer, Layer.merge(Channels.layer, Workspaces.layer)))
+  // Spoken replies (src/speech) are made by the outbox, right before a send that carries audio.
+  const outbox = logged("outbox", Layer.provideMerge(Outbox.layer, Layer.provideMerge(speechLayer, Layer.merge(Channels.layer, Workspaces.layer))))
   // Approvals reads the replies Ingest (step "pipeline") commits, so it outlives Ingest at shutdown.
   // Host MCP servers start on first use and stop after everything that calls them.
   const actions = logged(

@@ -17,6 +17,7 @@ export const BUILTINS: ReadonlyArray<BuiltinPlugin> = [
   { name: "http", load: () => import("../channels/http/plugin.js").then((m) => m.default) },
   { name: "telegram", requires: "grammy", load: () => import("../channels/telegram/plugin.js").then((m) => m.default) },
   { name: "discord", requires: "discord.js", load: () => import("../channels/discord/plugin.js").then((m) => m.default) },
+  { name: "speech", load: () => import("./speech.js").then((m) => m.default) },
   { name: "tunnels", load: () => import("./tunnels.js").then((m) => m.default) },
   { name: "slack", requires: "@slack/bolt", load: () => import("../channels/slack/plugin.js").then((m) => m.default) }
 ]

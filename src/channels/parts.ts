@@ -14,10 +14,14 @@
  * A channel whose platform deduplicates by its own key (Matrix's txn id) may resend a `sending`
  * part under its key instead: `resendUnknown: true`. A platform that deduplicates only for a while
  * (Discord's message nonce) resends a `sending` part claimed less than `resendUnknownWithin` ago.
+ *
+ * The audio of a spoken reply (`delivery.audio`) is one more part, after the text, keyed
+ * `<delivery key>#audio`: claimed and settled like the others, so it never goes out twice; being
+ * an extra, its failure is logged and never fails the delivery (its text arrived).
  */
 import { Clock, Duration, Effect, Schema } from "effect"
 import { DeliveryStore } from "../db/DeliveryStore.js"
-import type { OutboundDelivery } from "../pipeline/channel-contract.js"
+import type { OutboundAudio, OutboundDelivery } from "../pipeline/channel-contract.js"
 import { splitText } from "./split.js"
 
 /** A part surely not delivered: the delivery may be sent again (only its missing parts go). */
@@ -41,11 +45,13 @@ export interface PartFailure {
 }
 
 export interface PartsOptions<E> {
-  readonly delivery: Pick<OutboundDelivery, "idempotencyKey" | "text">
+  readonly delivery: Pick<OutboundDelivery, "idempotencyKey" | "text" | "audio">
   /** The platform's most characters per message. */
   readonly limit: number
   /** Sends part `index` (1-based) of `count` under its own key. */
   readonly sendPart: (part: { readonly text: string; readonly key: string; readonly index: number; readonly count: number }) => Effect.Effect<void, E>
+  /** Sends the reply's audio (when the delivery has some) under its own key, after the text. */
+  readonly sendAudio?: (audio: OutboundAudio, key: string) => Effect.Effect<void, E>
   /** Classifies a failed call. */
   readonly failure: (e: E) => PartFailure
   /** The platform deduplicates by the part's key: a part left `sending` is sent again under it. */
@@ -55,6 +61,8 @@ export interface PartsOptions<E> {
 }
 
 export const partKey = (deliveryKey: string, index: number) => `${deliveryKey}#${index}`
+/** The key of a delivery's audio part. */
+export const audioKey = (deliveryKey: string) => `${deliveryKey}#audio`
 
 export const sendInParts = <E>(options: PartsOptions<E>): Effect.Effect<void, PartsNotSent | PartsOutcomeUnknown, DeliveryStore> =>
   Effect.gen(function* () {
@@ -89,4 +97,26 @@ export const sendInParts = <E>(options: PartsOptions<E>): Effect.Effect<void, Pa
     if (unknown.length > 0) {
       return yield* new PartsOutcomeUnknown({ parts: unknown, count, reason: "an earlier send was interrupted" })
     }
+    const { audio } = options.delivery
+    if (audio !== undefined && options.sendAudio !== undefined) yield* sendAudioPart(options.delivery.idempotencyKey, audio, options)
+  })
+
+/**
+ * The audio goes after every text part has: it is an extra, so its failure never fails the
+ * delivery (the text arrived). It is claimed like a part: one whose outcome is unknown is not sent
+ * again (unless the platform deduplicates), and one surely not sent is released and logged.
+ */
+const sendAudioPart = <E>(deliveryKey: string, audio: OutboundAudio, options: PartsOptions<E>) =>
+  Effect.gen(function* () {
+    const store = yield* DeliveryStore
+    const key = audioKey(deliveryKey)
+    const claim = yield* store.claimPart(key)
+    if (claim === "sent" || (claim === "sending" && options.resendUnknown !== true)) return
+    const sent = yield* Effect.either(options.sendAudio!(audio, key))
+    if (sent._tag === "Right") return yield* store.settlePart(key, "sent")
+    const failure = options.failure(sent.left)
+    if (failure.notSent) yield* store.settlePart(key, "released")
+    yield* Effect.logWarning("spoken reply: the audio was not sent; the text was").pipe(
+      Effect.annotateLogs({ delivery: deliveryKey, outcome: failure.notSent ? "not sent" : "unknown", reason: failure.reason })
+    )
   })

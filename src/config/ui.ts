@@ -16,6 +16,11 @@ export class UiConfig extends Schema.Class<UiConfig>("UiConfig")({
   tokens: Schema.optionalWith(Schema.Array(TokenHash), { default: () => [] }),
   /** A file (relative to dataDir) with one SHA-256 hex digest per line. */
   tokensFile: Schema.optional(Schema.NonEmptyString),
+  /**
+   * The link the host prints for the UI (at start): an `http(s)://` address, or `tunnel` for the
+   * first present tunnel's URL. Unset: the local address.
+   */
+  publicUrl: Schema.optional(Schema.String.pipe(Schema.pattern(/^(tunnel|https?:\/\/\S+)$/, { message: () => "must be 'tunnel' or an http(s):// address" }))),
   /** How long a login lasts without use, in minutes. */
   sessionMinutes: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10_080)), { default: () => 720 })
 }) {}

@@ -1,5 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import type { AudioFormat } from "../plugins/contract.js"
 import { Delivery, type DeliveryKind } from "../domain/delivery.js"
 import { ConversationId, DeliveryId, TurnId } from "../domain/ids.js"
 import { jsonField, jsonRows } from "./dialect.js"
@@ -16,6 +17,12 @@ export interface NewDelivery {
   readonly text: string
   /** The W3C trace context its send continues. */
   readonly traceParent?: string | null | undefined
+}
+
+/** A delivery's audio (migration 0015). */
+export interface StoredAudio {
+  readonly format: AudioFormat
+  readonly bytes: Uint8Array
 }
 
 export declare namespace DeliveryStore {
@@ -51,6 +58,14 @@ export declare namespace DeliveryStore {
      * a call whose outcome is unknown). The claim is atomic: two callers never both get `claimed`.
      */
     readonly claimPart: (partKey: string) => Effect.Effect<"claimed" | "sending" | "sent">
+    /**
+     * Stores the audio of a delivery unless it has some already, and returns the stored one: a
+     * delivery's audio is made once, and every send of it sends the same bytes.
+     */
+    readonly storeAudio: (deliveryKey: string, audio: StoredAudio) => Effect.Effect<StoredAudio>
+    readonly audioOf: (deliveryKey: string) => Effect.Effect<Option.Option<StoredAudio>>
+    /** The format of the stored audio of each of these deliveries that has some. */
+    readonly audioFormats: (deliveryKeys: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, AudioFormat>>
     /** A claimed part was accepted (`sent`), or surely not sent (`released`: a later resend claims it again). */
     readonly settlePart: (partKey: string, outcome: "sent" | "released") => Effect.Effect<void>
     /** When a part left `sending` was claimed (epoch millis), null for a part without a claim or already sent. */
@@ -96,7 +111,29 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
         ORDER BY id LIMIT ${limit}`
     })
 
+    const audioRow = (r: { format: string; bytes: Uint8Array }): StoredAudio => ({ format: r.format as AudioFormat, bytes: new Uint8Array(r.bytes) })
+    const audioOf = (deliveryKey: string) =>
+      sql<{ format: string; bytes: Uint8Array }>`SELECT format, bytes FROM delivery_audio WHERE delivery_key = ${deliveryKey}`.pipe(
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), audioRow)),
+        Effect.orDie
+      )
+
     return DeliveryStore.of({
+      storeAudio: (deliveryKey, audio) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          yield* sql`INSERT INTO delivery_audio (delivery_key, format, bytes, created_at) VALUES (${deliveryKey}, ${audio.format}, ${audio.bytes}, ${now})
+            ON CONFLICT (delivery_key) DO NOTHING`.pipe(Effect.orDie)
+          return Option.getOrElse(yield* audioOf(deliveryKey), () => audio)
+        }),
+      audioOf,
+      audioFormats: (keys) =>
+        keys.length === 0
+          ? Effect.succeed(new Map())
+          : sql<{ key: string; format: AudioFormat }>`SELECT delivery_key AS "key", format FROM delivery_audio WHERE ${sql.in("delivery_key", keys)}`.pipe(
+            Effect.map((rows) => new Map(rows.map((r) => [r.key, r.format]))),
+            Effect.orDie
+          ),
       claimPart: (partKey) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis

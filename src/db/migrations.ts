@@ -13,6 +13,7 @@ import { m0011_schedule_spend } from "./migrations/0011_schedule_spend.js"
 import { m0012_event_lookups } from "./migrations/0012_event_lookups.js"
 import { m0013_turn_lookups } from "./migrations/0013_turn_lookups.js"
 import { m0014_delivery_parts } from "./migrations/0014_delivery_parts.js"
+import { m0015_delivery_audio } from "./migrations/0015_delivery_audio.js"
 import { m0016_cluster_connections } from "./migrations/0016_cluster_connections.js"
 import { ddl } from "./dialect.js"
 
@@ -153,5 +154,6 @@ export const migrations = {
   "0012_event_lookups": m0012_event_lookups,
   "0013_turn_lookups": m0013_turn_lookups,
   "0014_delivery_parts": m0014_delivery_parts,
+  "0015_delivery_audio": m0015_delivery_audio,
   "0016_cluster_connections": m0016_cluster_connections
 } as const

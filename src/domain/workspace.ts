@@ -30,6 +30,17 @@ export class ClaudeCodeSettings extends Schema.Class<ClaudeCodeSettings>("Claude
   allowedTools: Schema.optionalWith(Schema.Array(Schema.NonEmptyString), { default: () => [...CLAUDE_CODE_DEFAULTS.allowedTools] })
 }) {}
 
+/** Spoken replies (docs/channels.md): the final replies also go out as audio where the channel carries audio. */
+export class VoiceSettings extends Schema.Class<VoiceSettings>("VoiceSettings")({
+  enabled: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /** A `speechSynthesizer` contribution by name; default: the built-in `espeak`. */
+  synthesizer: Schema.optional(Schema.NonEmptyTrimmedString),
+  /** The synthesizer's own name of a voice (espeak-ng: `en`, `en-us`, `de`, ...); default: its own. */
+  voice: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/, { message: () => "must be 1-64 letters, digits, '.', '_', '+' or '-'" }))),
+  /** The deadline of one reply's audio (synthesis, then conversion): `synthesize_timeout` after it. */
+  timeoutSeconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 300)), { default: () => 20 })
+}) {}
+
 /** An agent context. Declared in config or registered at runtime (durable). */
 export class Workspace extends Schema.Class<Workspace>("Workspace")({
   id: WorkspaceId,
@@ -52,6 +63,8 @@ export class Workspace extends Schema.Class<Workspace>("Workspace")({
   tools: Schema.optionalWith(Schema.Array(SandboxToolName), { default: () => [...SANDBOX_TOOLS] }),
   /** The MCP tool servers (by name, from `mcpServers:` or plugins) whose tools the agent is offered. */
   mcpServers: Schema.optionalWith(Schema.Array(Schema.NonEmptyString), { default: () => [] }),
+  /** Spoken replies: `{ enabled, synthesizer?, voice? }`; off when absent. */
+  voice: Schema.optional(VoiceSettings),
   /** Periodic turns: schedule, timezone, scheduledPrompt, deliverTo, ... (docs/schedules.md). */
   ...WorkspaceScheduleFields
 }) {}

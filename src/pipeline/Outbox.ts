@@ -6,9 +6,10 @@ import type { Delivery, DeliveryKind } from "../domain/delivery.js"
 import type { ConversationId, TurnId } from "../domain/ids.js"
 import { EventBus } from "../events/EventBus.js"
 import type { Conversation } from "../domain/workspace.js"
-import { type Channel, isOutcomeUnknown } from "./channel-contract.js"
+import { type Channel, isOutcomeUnknown, type OutboundAudio } from "./channel-contract.js"
 import { Channels } from "./Channels.js"
 import { keyedRunner } from "./keyed.js"
+import { ReplyAudio } from "./ReplyAudio.js"
 import { continuing, currentTraceparent } from "../telemetry/trace-context.js"
 
 /** The channel call rejected: nothing was delivered, so it may be tried again. */
@@ -47,6 +48,7 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
     const messages = yield* MessageStore
     const channels = yield* Channels
     const bus = yield* EventBus
+    const replyAudio = yield* ReplyAudio
     const scope = yield* Effect.scope
     const idsOf = (d: Delivery) => ({ deliveryId: d.id, idempotencyKey: d.idempotencyKey, conversationId: d.conversationId, turnId: d.turnId, kind: d.kind })
 
@@ -78,7 +80,7 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
           : "(The assistant restarted while sending a reply; it may be missing here.)"
       }])
 
-    const callChannel = (channel: Channel, conversation: Conversation, d: Delivery, previousAttempts: number) =>
+    const callChannel = (channel: Channel, conversation: Conversation, d: Delivery, previousAttempts: number, audio: Option.Option<OutboundAudio>) =>
       Effect.tryPromise({
         try: () => channel.send({
           idempotencyKey: d.idempotencyKey,
@@ -87,7 +89,8 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
           place: conversation.place,
           kind: d.kind,
           text: d.text,
-          previousAttempts
+          previousAttempts,
+          ...(Option.isSome(audio) ? { audio: audio.value } : {})
         }),
         catch: (e) => isOutcomeUnknown(e) ? new SendAmbiguous({ reason: (e as Error).message }) : new SendRejected({ reason: e instanceof Error ? e.message : String(e) })
       }).pipe(Effect.timeoutFail({ duration: SEND_TIMEOUT, onTimeout: () => new SendTimedOut() }))
@@ -103,7 +106,9 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
           yield* Effect.logWarning("delivery outcome unknown").pipe(Effect.annotateLogs({ delivery: d.idempotencyKey, channel: channel.name }))
           return yield* noticeFor(d, "unknown")
         }
-        const outcome = yield* callChannel(channel, conversation, d, attempt - 1).pipe(
+        // A voice workspace's reply, for a channel that carries audio: made (or read back) before the call, after the record.
+        const audio = channel.audio === undefined ? Option.none() : yield* replyAudio.audioFor(d, conversation.workspace, channel.audio)
+        const outcome = yield* callChannel(channel, conversation, d, attempt - 1, audio).pipe(
           Effect.retry({ schedule: SEND_RETRIES, while: (e) => e._tag === "SendRejected" || (e._tag === "SendTimedOut" && channel.idempotentResends) }),
           Effect.either
         )

@@ -13,6 +13,20 @@ export interface OutboundDelivery {
   readonly text: string
   /** How many times this delivery was handed to a channel before, across restarts. */
   readonly previousAttempts: number
+  /**
+   * The spoken form of the reply, for a channel that declares `audio` and a workspace with
+   * `voice.enabled` (docs/channels.md). The same bytes on every send of this delivery; send them
+   * after the text, as one more part (src/channels/parts.ts `audioKey`).
+   */
+  readonly audio?: OutboundAudio
+}
+
+/** A reply's audio, in the format its channel declared. */
+export interface OutboundAudio {
+  readonly format: "wav" | "ogg_opus"
+  /** `audio/wav` or `audio/ogg`. */
+  readonly mimeType: string
+  readonly bytes: Uint8Array
 }
 
 export interface Channel {
@@ -23,6 +37,11 @@ export interface Channel {
    * crash between the call and its record, such a delivery is resent; otherwise it ends `unknown`.
    */
   readonly idempotentResends: boolean
+  /**
+   * Optional: the platform carries audio, in this format (`ogg_opus` for Telegram voice notes,
+   * `wav` otherwise). The replies of a voice workspace then come with `audio`; without it, text only.
+   */
+  readonly audio?: "wav" | "ogg_opus"
   /** Sends; resolves when the platform accepted it. A rejection marks the delivery failed. */
   send(delivery: OutboundDelivery): Promise<void>
   /**

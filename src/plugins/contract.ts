@@ -71,9 +71,28 @@ export interface ActionSpec {
   readonly evidence: ReadonlyArray<string>
 }
 
+/** What `synthesize` is asked: a reply's text and the workspace's `voice.voice` (the synthesizer's own name for a voice), if set. */
+export interface SpeechRequest {
+  readonly text: string
+  readonly voice?: string
+}
+
+/** The audio formats the host handles: `wav` (RIFF/WAVE, PCM) and `ogg_opus` (Opus in an Ogg container). */
+export type AudioFormat = "wav" | "ogg_opus"
+
+/** What `synthesize` answers: the audio bytes and their format. */
+export interface SpeechAudio {
+  readonly format: AudioFormat
+  readonly audio: Uint8Array
+}
+
+/**
+ * Turns a reply's text into audio on the host (docs/plugins/hooks.md). `synthesize` answers
+ * directly or with a Promise, within the host's deadline (`synthesize_timeout`).
+ */
 export interface SpeechSynthesizer {
   readonly name: string
-  synthesize(text: string, options?: any): unknown
+  synthesize(request: SpeechRequest): SpeechAudio | PromiseLike<SpeechAudio>
 }
 
 export interface ContainerRuntime {

@@ -119,6 +119,7 @@ export const SkillPathSchema = Schema.String.pipe(Schema.filter((p) => path.isAb
 export const ChannelSchema = Schema.Struct({
   name: Name,
   idempotentResends: Schema.Boolean,
+  audio: Schema.optional(Schema.Literal("wav", "ogg_opus")),
   send: Fn,
   progress: Schema.optional(Fn),
   start: Schema.optional(Fn),
@@ -267,7 +268,7 @@ type Categories = { readonly [K in HookName]: Category<K> }
  * (`hook_not_supported`) rather than accepted and silently ignored; a hook leaves this set in the
  * change that gives it a consumer.
  */
-export const UNSUPPORTED_HOOKS: ReadonlySet<HookName> = new Set<HookName>(["speechSynthesizer"])
+export const UNSUPPORTED_HOOKS: ReadonlySet<HookName> = new Set<HookName>([])
 
 export const CATEGORIES: Categories = {
   agentCore: { hook: "agentCore", noun: "agent core", trust: "medium", check: checkAgentCore },

@@ -12,11 +12,12 @@ import type * as HttpClient from "@effect/platform/HttpClient"
 import { Data, Effect, type Scope } from "effect"
 import type { DeliveryStore } from "../db/DeliveryStore.js"
 import type { Channel } from "../pipeline/channel-contract.js"
+import type { PublicUrl } from "../tunnels/PublicUrl.js"
 import type { ConnectionRuntime, ConnectionRuntimeContext, IngestMessageInput, IngestResult } from "./connection-runtime-contract.js"
 import type { ContextCallFailed } from "./errors.js"
 
 /** What a built-in runtime may talk through; ConnectionRuntimes requires it of the host stack. */
-export type NativeRuntimeServices = HttpClient.HttpClient | DeliveryStore
+export type NativeRuntimeServices = HttpClient.HttpClient | DeliveryStore | PublicUrl
 
 /** The host-owned context, as Effects (the same operations as the Promise context). */
 export interface NativeRuntimeContext {

@@ -15,6 +15,7 @@ import { Cause, Clock, Context, Deferred, Effect, Layer, Option, Schema } from "
 import * as http from "node:http"
 import { ApprovalStore } from "../actions/ApprovalStore.js"
 import { ReplyHub } from "../channels/http/replies.js"
+import { resolvePublicUrl } from "../tunnels/PublicUrl.js"
 import { HostConfig } from "../config/HostConfig.js"
 import { readTokenHashes, tokenMatcher } from "../config/token-hashes.js"
 import { UI_CONNECTION, type UiConfig } from "../config/ui.js"
@@ -64,6 +65,8 @@ export declare namespace ControlUi {
   export interface Service {
     /** Where it listens (with the port picked for `port: 0`). */
     readonly url: string
+    /** The link the host hands out: `ui.publicUrl`'s (a tunnel's URL with `tunnel`), else `url`. */
+    readonly link: string
   }
 }
 
@@ -186,8 +189,10 @@ export class ControlUi extends Context.Tag("pynchy/ControlUi")<ControlUi, Contro
         progress: (event) => hub.progress(event)
       })
       yield* Effect.addFinalizer(() => unbind)
-      yield* Effect.logInfo("control ui listening").pipe(Effect.annotateLogs({ url }))
-      return ControlUi.of({ url })
+      // The link to open: the public one when `publicUrl` says (a tunnel's), else where it listens.
+      const link = `${yield* resolvePublicUrl(settings.publicUrl, url, "ui.publicUrl")}/`
+      yield* Effect.logInfo("control ui listening").pipe(Effect.annotateLogs({ url, link }))
+      return ControlUi.of({ url, link })
     })
 
   /** Off (nothing listens) unless config has `ui:`. */

@@ -19,6 +19,8 @@ import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
 import { type MatrixUser, skipWithoutSynapse, startSynapse, type Synapse } from "../support/synapse.js"
 import { streamingExecutor } from "../support/streaming.js"
+import { skipWithout } from "../support/system.js"
+import { decodedSeconds } from "../speech/support.js"
 import { killAllHosts, killHard, query, startHost, stopHost } from "./host-process.js"
 
 const skip = skipWithoutSynapse()
@@ -80,6 +82,22 @@ const typingWatch = async (who: MatrixUser, room: string) => {
   }
 }
 
+interface AudioEvent { readonly sender: string; readonly content: { readonly url: string; readonly info?: { readonly mimetype?: string } } }
+
+/** The room's m.audio events, oldest first. */
+const audioEvents = async (who: MatrixUser, room: string): Promise<Array<AudioEvent>> => {
+  const res = await fetch(`${who.baseUrl}/_matrix/client/v3/rooms/${encodeURIComponent(room)}/messages?dir=b&limit=100`, { headers: { authorization: `Bearer ${who.accessToken}` } })
+  const body = (await res.json()) as { chunk: Array<{ type: string; sender: string; content: { msgtype?: string; url?: string; info?: { mimetype?: string } } }> }
+  return body.chunk.filter((e) => e.type === "m.room.message" && e.content.msgtype === "m.audio" && typeof e.content.url === "string").reverse() as Array<AudioEvent>
+}
+
+/** A file of the media repository, as a client downloads it (authenticated media). */
+const download = async (who: MatrixUser, mxc: string): Promise<Uint8Array> => {
+  const res = await fetch(`${who.baseUrl}/_matrix/client/v1/media/download/${mxc.slice("mxc://".length)}`, { headers: { authorization: `Bearer ${who.accessToken}` } })
+  if (!res.ok) throw new Error(`download ${res.status}`)
+  return new Uint8Array(await res.arrayBuffer())
+}
+
 describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
   it.scopedLive("the bot is typing in the room while a turn runs and stops when it ends; the reply arrives once", () =>
     Effect.gen(function* () {
@@ -123,6 +141,33 @@ describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
       const all = yield* Effect.promise(() => alice.messages(room))
       assert.strictEqual(all.filter((m) => m.body === "once only").length, 1)
       assert.match(txnIdOf(delivery), /^pynchy\.[A-Za-z0-9_-]{32}$/)
+    }))
+
+  it.scopedLive("a voice workspace's reply arrives with an m.audio event whose file decodes (sox) to more than 0 seconds, longer for a longer text", () =>
+    Effect.gen(function* () {
+      if (skipWithout("espeak-ng", "apt-get install espeak-ng") || skipWithout("sox", "apt-get install sox")) return
+      const base = hostConfig(tempDir())
+      const config = Either.getOrThrow(decodeConfig({
+        dataDir: base.dataDir,
+        workspaces: [{ id: "main", instructions: "test", voice: { enabled: true } }],
+        routes: [{ connection: "mx", place: "*", workspace: "main" }],
+        connections: { mx: { kind: "matrix", homeserver: synapse.baseUrl, userId: bot.userId, password: bot.password } }
+      }, "test config"))
+      const runtime = makeMatrixRuntime({ name: "mx", settings: settings(), dataDir: tempDir() })
+      yield* Layer.build(makeTestHost(config, { runtimes: [{ plugin: "matrix", value: runtime }] }))
+      const room = yield* Effect.promise(() => roomWithBot())
+      const seconds: Array<number> = []
+      for (const text of ["hi", "a much longer message than the first, so that its spoken reply lasts a good deal longer"]) {
+        yield* Effect.promise(() => alice.send(room, text))
+        yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === `echo: ${text}`))
+        const audio = yield* eventually(async () => (await audioEvents(alice, room)).length === seconds.length + 1 ? (await audioEvents(alice, room)).at(-1) : undefined, { label: "an m.audio event" })
+        assert.strictEqual(audio.sender, bot.userId)
+        assert.strictEqual(audio.content.info?.mimetype, "audio/wav")
+        const bytes = yield* Effect.promise(() => download(alice, audio.content.url))
+        seconds.push(decodedSeconds(bytes, "wav"))
+      }
+      assert.isAbove(seconds[0]!, 0)
+      assert.isAbove(seconds[1]!, seconds[0]!)
     }))
 
   it.scopedLive("rooms map to workspaces through routes; a room without a route is neither joined nor ingested", () =>

@@ -27,6 +27,8 @@ import { ExecutorId } from "../../src/domain/ids.js"
 import { AgentExecutor, ExecutorLiveness, TurnFailed } from "../../src/pipeline/AgentExecutor.js"
 import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
 import { startTelegram, type Telegram } from "../support/telegram.js"
+import { skipWithout } from "../support/system.js"
+import { decodedSeconds } from "../speech/support.js"
 
 let tg: Telegram
 beforeAll(async () => {
@@ -65,6 +67,39 @@ const awaitReply = (chatId: number, text: string) =>
   eventually(() => (repliesTo(chatId, text) > 0 ? true : undefined), { label: `the reply to '${text}' in chat ${chatId}` })
 
 describe("Telegram runtime against the emulator", () => {
+  it.scopedLive("a voice workspace's reply comes as text, then a voice note (OGG/Opus) whose audio decodes to more than 0 seconds, longer for a longer text", () =>
+    Effect.gen(function* () {
+      if (skipWithout("espeak-ng", "apt-get install espeak-ng") || skipWithout("opusenc", "apt-get install opus-tools") || skipWithout("sox", "apt-get install sox")) return
+      const dir = tempDir()
+      const config = Either.getOrThrow(decodeConfig({
+        dataDir: dir,
+        workspaces: [{ id: "main", instructions: "test", voice: { enabled: true, voice: "en" } }],
+        routes: [{ connection: "tg", place: "*", workspace: "main" }],
+        connections: {},
+        limits: { runtimeReadyTimeoutMs: 20_000, readinessCheckMs: 100 }
+      }, "test config"))
+      const ctx = yield* Layer.build(makeTestHost(config, { runtimes: [{ plugin: "telegram", value: runtimeIn(dir) }] }))
+      const ada = tg.user({ chatId: nextChat() })
+      const seconds: Array<number> = []
+      for (const text of ["hi", "a much longer message than the first, so that its spoken reply lasts a good deal longer"]) {
+        yield* Effect.promise(() => ada.say(text))
+        yield* awaitReply(ada.chatId, text)
+        const voice = yield* eventually(() => tg.voices(ada.chatId)[seconds.length], { label: "a voice note" })
+        seconds.push(decodedSeconds(voice, "ogg_opus"))
+      }
+      assert.isAbove(seconds[0]!, 0)
+      assert.isAbove(seconds[1]!, seconds[0]!)
+      assert.strictEqual(tg.voices(ada.chatId).length, 2)
+      // A resend of a delivery (as after a crash) sends neither its text nor its audio again: both are claimed parts.
+      const channel = yield* Effect.map(Channels, (c) => c.get("tg")).pipe(Effect.provide(ctx))
+      assert.strictEqual(channel?.audio, "ogg_opus")
+      const delivery = { idempotencyKey: "voice-resend", conversationId: `tg:${ada.chatId}`, connection: "tg", place: String(ada.chatId), kind: "reply" as const, text: "spoken once", previousAttempts: 0, audio: { format: "ogg_opus" as const, mimeType: "audio/ogg", bytes: tg.voices(ada.chatId)[0]! } }
+      yield* Effect.promise(() => channel!.send(delivery))
+      yield* Effect.promise(() => channel!.send({ ...delivery, previousAttempts: 1 }))
+      assert.strictEqual(tg.voices(ada.chatId).length, 3)
+      assert.strictEqual(tg.sent(ada.chatId).filter((t) => t === "spoken once").length, 1)
+    }))
+
   it.scopedLive("a direct message gets the reply; the offset is the durable cursor; the bot is typing while the turn runs", () =>
     Effect.gen(function* () {
       let release!: () => void

@@ -32,6 +32,18 @@ describe.each(databases())("stores on the $name database", ({ layer }) => {
   const run = <A, E>(effect: Effect.Effect<A, E, MessageStore | TurnStore | DeliveryStore | WorkspaceStore | HostStore | SqlClient.SqlClient>) =>
     Effect.provide(effect, storesOn(layer()))
 
+  it.effect("a delivery's audio is stored once: the first bytes win, read back byte for byte, with their format", () =>
+    run(Effect.gen(function* () {
+      const store = yield* DeliveryStore
+      const first = { format: "wav" as const, bytes: new Uint8Array([82, 73, 70, 70, 0, 255, 1, 2]) }
+      assert.deepStrictEqual(yield* store.storeAudio("t1:0", first), first)
+      const again = yield* store.storeAudio("t1:0", { format: "ogg_opus", bytes: new Uint8Array([9]) })
+      assert.deepStrictEqual(again, first)
+      assert.deepStrictEqual(Option.getOrUndefined(yield* store.audioOf("t1:0")), first)
+      assert.isTrue(Option.isNone(yield* store.audioOf("t1:1")))
+      assert.deepStrictEqual([...(yield* store.audioFormats(["t1:0", "t1:1"]))], [["t1:0", "wav"]])
+    })))
+
   it.effect("ingest writes a receipt per provider event and dedups repeats, in and across batches", () =>
     run(Effect.gen(function* () {
       const store = yield* MessageStore

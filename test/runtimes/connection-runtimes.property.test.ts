@@ -1,4 +1,5 @@
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import { PublicUrl } from "../../src/tunnels/PublicUrl.js"
 import { EventBus } from "../../src/events/EventBus.js"
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, FastCheck as fc, Layer, Logger, LogLevel, Option, TestClock } from "effect"
@@ -60,6 +61,7 @@ const underTest = (specs: ReadonlyArray<Spec>, log: Array<string>) => {
     Layer.provideMerge(Stores.layer, Database.layerMemory),
     EventBus.layer,
     FetchHttpClient.layer,
+    PublicUrl.layerNone,
     Layer.succeed(ConnectionRuntimeSources, specs.map((s, i) => ({ plugin: `plugin${i % 2}`, value: runtimeFor(i, s, log) }))),
     Layer.succeed(RuntimeContexts, { make: () => Effect.succeed({ context: {} as never, release: Effect.void }) }),
     Layer.effect(RecoveredTurns, Effect.sync(() => {

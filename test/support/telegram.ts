@@ -33,6 +33,11 @@ export interface Telegram {
   /** The raw texts and parse modes the bot sent to a chat. */
   readonly sentRaw: (chatId: number) => ReadonlyArray<{ readonly text: string; readonly parseMode: string | undefined }>
   readonly chatActions: (chatId: number) => ReadonlyArray<string>
+  /**
+   * The voice notes the bot sent to a chat (the files of its multipart `sendVoice` calls). The
+   * emulator has no `sendVoice`: this front answers it as the Bot API does and keeps the file.
+   */
+  readonly voices: (chatId: number) => ReadonlyArray<Uint8Array>
   /** After `skip` calls, the next `times` calls of `method` answer 429 with `retry_after` seconds. */
   readonly floodNext: (method: string, times: number, retryAfterSeconds: number, skip?: number) => void
   /** When each call of `method` arrived (performance.now()), and when each 429 was answered. */
@@ -58,6 +63,26 @@ const freePort = () =>
 
 const unescape = (s: string) => s.replace(/\\([\s\S])/g, "$1")
 
+/** The parts of a multipart/form-data body by name (grammy's uploads; undici cannot parse its stream's framing). */
+const multipart = (body: Buffer, contentType: string): Map<string, Buffer> => {
+  const parts = new Map<string, Buffer>()
+  const boundary = /boundary=("?)([^";]+)\1/.exec(contentType)?.[2]
+  if (boundary === undefined) return parts
+  const delimiter = Buffer.from(`--${boundary}`)
+  let at = body.indexOf(delimiter)
+  while (at >= 0) {
+    const next = body.indexOf(delimiter, at + delimiter.length)
+    if (next < 0) break
+    const part = body.subarray(at + delimiter.length, next)
+    const headerEnd = part.indexOf("\r\n\r\n")
+    const name = /name="([^"]+)"/.exec(part.subarray(0, headerEnd).toString("utf8"))?.[1]
+    // The content ends before the CRLF that precedes the next delimiter.
+    if (headerEnd >= 0 && name !== undefined) parts.set(name, part.subarray(headerEnd + 4, part.length - 2))
+    at = next
+  }
+  return parts
+}
+
 export const startTelegram = async (token = "123456:TEST-token"): Promise<Telegram> => {
   const emulatorPort = await freePort()
   const server = new TelegramServer({ port: emulatorPort, host: "127.0.0.1", storeTimeout: 3600 })
@@ -65,6 +90,8 @@ export const startTelegram = async (token = "123456:TEST-token"): Promise<Telegr
   const emulator = server.config.apiURL
   let pending: Array<Record<string, unknown> & { update_id: number }> = []
   const actions: Array<{ chatId: string; action: string }> = []
+  const voices: Array<{ chatId: string; bytes: Uint8Array }> = []
+  let voiceIds = 1_000_000
   const floods = new Map<string, { times: number; retryAfter: number; skip: number }>()
   const times = new Map<string, Array<{ at: number; flooded: boolean }>>()
 
@@ -146,6 +173,17 @@ export const startTelegram = async (token = "123456:TEST-token"): Promise<Telegr
           actions.push({ chatId: String(params["chat_id"]), action: String(params["action"]) })
           answer(res, 200, { ok: true, result: true })
         })
+        : method === "sendVoice"
+        ? Promise.resolve().then(() => {
+          const form = multipart(body, req.headers["content-type"] ?? "")
+          // grammy names the file part in the field: `attach://<part name>`.
+          const field = form.get("voice")?.toString("utf8")
+          const voice = field?.startsWith("attach://") ? form.get(field.slice("attach://".length)) : form.get("voice")
+          const chatId = form.get("chat_id")?.toString("utf8")
+          if (voice === undefined || chatId === undefined) return answer(res, 400, { ok: false, error_code: 400, description: "Bad Request: voice must be an uploaded file" })
+          voices.push({ chatId, bytes: new Uint8Array(voice) })
+          answer(res, 200, { ok: true, result: { message_id: voiceIds++, date: 0, chat: { id: Number(chatId), type: "private" }, voice: { file_id: `voice-${voiceIds}`, duration: 1 } } })
+        })
         : forward(method, body, req, res)
       work.catch((e: unknown) => answer(res, 500, { ok: false, error_code: 500, description: String(e) }))
     })
@@ -194,6 +232,7 @@ export const startTelegram = async (token = "123456:TEST-token"): Promise<Telegr
       return { text: message.text, parseMode: message.parse_mode }
     }),
     chatActions: (chatId) => actions.filter((a) => a.chatId === String(chatId)).map((a) => a.action),
+    voices: (chatId) => voices.filter((v) => v.chatId === String(chatId)).map((v) => v.bytes),
     floodNext: (method, n, retryAfterSeconds, skip = 0) => void floods.set(method, { times: n, retryAfter: retryAfterSeconds, skip }),
     callTimes: (method) => times.get(method) ?? [],
     inject: (update) => {

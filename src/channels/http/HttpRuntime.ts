@@ -9,6 +9,7 @@
  *        -> 409 {error: "idempotency_key_reused"} when this token used the key in this place for another body
  *        -> 413 {error: "payload_too_large"} (after the body was read, so the client sees it)
  *   GET  /v1/conversations/{place}/replies?after=<id>  -> 200 {replies: [{id, key, kind, text, at}]}
+ *   GET  /v1/conversations/{place}/replies/{id}/audio -> the audio of a spoken reply (audio/wav)
  *   GET  /v1/conversations/{place}/stream             -> text/event-stream, `event: reply`
  *        (with an id), and `event: delta` (streamed text of the reply to come; no id, not replayed)
  *
@@ -25,6 +26,7 @@ import { readTokenHashes, tokenMatcher } from "../../config/token-hashes.js"
 import { DeliveryStore } from "../../db/DeliveryStore.js"
 import type { Channel } from "../../pipeline/channel-contract.js"
 import { native, type NativeConnectionRuntime } from "../../runtimes/native-runtime.js"
+import { resolvePublicUrl } from "../../tunnels/PublicUrl.js"
 import { Caller, HttpFailure, json, makeRouter } from "./api.js"
 import { ReplyHub } from "./replies.js"
 import type { HttpSettings } from "./settings.js"
@@ -66,7 +68,9 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
         const deliveries = yield* DeliveryStore
         const hub = new ReplyHub()
         const closing = yield* Deferred.make<void>()
-        const router = makeRouter({ name, settings, context, deliveries, hub, closing })
+        // Audio URLs are paths of this server unless `publicUrl` gives their base.
+        const baseUrl = settings.publicUrl === undefined ? undefined : yield* resolvePublicUrl(settings.publicUrl, "", `connections.${name}.publicUrl`)
+        const router = makeRouter({ name, settings, context, deliveries, hub, closing, ...(baseUrl !== undefined ? { baseUrl } : {}) })
 
         const app = Effect.gen(function* () {
           const req = yield* HttpServerRequest.HttpServerRequest
@@ -106,6 +110,8 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
           name,
           // Replies are read from the deliveries table: sending again changes nothing.
           idempotentResends: true,
+          // A spoken reply's audio is stored before this send (src/speech): the replies list its URL.
+          audio: "wav",
           send: (delivery) => {
             if (!listening) return Promise.reject(new Error(`http connection '${name}' is closed`))
             hub.delivered(delivery.place)

@@ -1,7 +1,8 @@
 /**
  * The routes of the HTTP API on @effect/platform's HttpRouter, every input decoded with Schema:
  * the place (path), the Idempotency-Key (header), `after` / Last-Event-ID, and the JSON body.
- * HttpRuntime.ts serves it; README of the API: docs/channels.md.
+ * HttpRuntime.ts serves it; README of the API: docs/channels.md. A spoken reply's audio is served
+ * at `/v1/conversations/{place}/replies/{id}/audio`, to the token the reply is for.
  */
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -33,6 +34,7 @@ const IdempotencyKey = Schema.String.pipe(Schema.filter((k) => /^[\x21-\x7e]{1,2
 const PostHeaders = Schema.Struct({ "idempotency-key": Schema.optionalWith(IdempotencyKey, { exact: true }) })
 const ReplyId = Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative(), Schema.lessThanOrEqualTo(Number.MAX_SAFE_INTEGER))
 const AfterId = Schema.String.pipe(Schema.pattern(/^\d{1,16}$/, { message: () => "must be a reply id (a non-negative integer)" }), Schema.compose(ReplyId))
+const AudioParams = Schema.Struct({ id: Schema.String.pipe(Schema.pattern(/^[1-9]\d{0,15}$/, { message: () => "must be a reply id" }), Schema.compose(ReplyId)) })
 const AfterQuery = Schema.Struct({ after: Schema.optionalWith(AfterId, { exact: true }) })
 const ResumeHeaders = Schema.Struct({ "last-event-id": Schema.optionalWith(AfterId, { exact: true }) })
 
@@ -71,6 +73,8 @@ export interface ApiOptions {
   readonly context: NativeRuntimeContext
   readonly deliveries: DeliveryStore.Service
   readonly hub: ReplyHub
+  /** The public base URL of the API (`publicUrl`), without a trailing slash; none: audio URLs are paths. */
+  readonly baseUrl?: string
   /** Completed when the runtime closes: open streams end. */
   readonly closing: Deferred.Deferred<void>
 }
@@ -91,8 +95,10 @@ export const makeRouter = (options: ApiOptions) => {
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (req) =>
       req.method === allowed ? Effect.void : new HttpFailure({ status: 405, body: { error: "method_not_allowed" }, headers: { allow: allowed } }))
 
-  const repliesAfter = (conversationId: ConversationId, client: string, after: number) =>
-    repliesAfterOf(deliveries, conversationId, client, after, settings.keepReplies)
+  /** Where a reply's audio is served: under the public base URL when one is set, else a path of this server. */
+  const audioUrl = (place: string) => (id: number) => `${options.baseUrl ?? ""}/v1/conversations/${encodeURIComponent(place)}/replies/${id}/audio`
+  const repliesAfter = (conversationId: ConversationId, place: string, client: string, after: number) =>
+    repliesAfterOf(deliveries, conversationId, client, after, settings.keepReplies, audioUrl(place))
 
   const messages = Effect.gen(function* () {
     const { place } = yield* routedPlace
@@ -132,11 +138,29 @@ export const makeRouter = (options: ApiOptions) => {
   })
 
   const replies = Effect.gen(function* () {
-    const { conversationId } = yield* routedPlace
+    const { conversationId, place } = yield* routedPlace
     yield* method("GET")
     const { client } = yield* Caller
     const { after } = yield* HttpServerRequest.schemaSearchParams(AfterQuery).pipe(Effect.mapError(invalid("query")))
-    return json(200, { conversationId, replies: yield* repliesAfter(conversationId, client, after ?? 0) })
+    return json(200, { conversationId, replies: yield* repliesAfter(conversationId, place, client, after ?? 0) })
+  })
+
+  const audio = Effect.gen(function* () {
+    const { conversationId } = yield* routedPlace
+    yield* method("GET")
+    const { client } = yield* Caller
+    const { id } = yield* HttpRouter.schemaPathParams(AudioParams).pipe(Effect.mapError(invalid("")))
+    const notFound = new HttpFailure({ status: 404, body: { error: "not_found" } })
+    // The reply must be this client's, like every reply it reads.
+    const [reply] = yield* deliveries.ofClient({ conversationId, client, after: id - 1, limit: 1 })
+    if (reply === undefined || reply.id !== id) return yield* notFound
+    const stored = yield* deliveries.audioOf(reply.idempotencyKey)
+    if (Option.isNone(stored)) return yield* notFound
+    return HttpServerResponse.uint8Array(stored.value.bytes, {
+      status: 200,
+      contentType: stored.value.format === "wav" ? "audio/wav" : "audio/ogg",
+      headers: { "cache-control": "private, max-age=86400" }
+    })
   })
 
   const stream = Effect.gen(function* () {
@@ -147,12 +171,13 @@ export const makeRouter = (options: ApiOptions) => {
     const resume = yield* HttpServerRequest.schemaHeaders(ResumeHeaders).pipe(Effect.mapError(invalid("header", { "last-event-id": "Last-Event-ID" })))
     const after = query.after ?? resume["last-event-id"] ?? 0
 
-    return replyStream({ deliveries, hub, conversationId, place, client, after, pageSize: settings.keepReplies, closing: options.closing })
+    return replyStream({ deliveries, hub, conversationId, place, client, after, pageSize: settings.keepReplies, audioUrl: audioUrl(place), closing: options.closing })
   })
 
   return HttpRouter.empty.pipe(
     HttpRouter.all("/v1/conversations/:place/messages", messages),
     HttpRouter.all("/v1/conversations/:place/replies", replies),
+    HttpRouter.all("/v1/conversations/:place/replies/:id/audio", audio),
     HttpRouter.all("/v1/conversations/:place/stream", stream)
   )
 }

@@ -16,9 +16,11 @@ export interface Reply {
   readonly kind: "reply" | "notice"
   readonly text: string
   readonly at: number
+  /** The URL of its audio (a spoken reply); absent for text only. */
+  readonly audio?: string
 }
 
-export const replyOf = (d: Delivery): Reply => ({ id: d.id, key: d.idempotencyKey, kind: d.kind, text: d.text, at: d.createdAt })
+export const replyOf = (d: Delivery, audio?: string): Reply => ({ id: d.id, key: d.idempotencyKey, kind: d.kind, text: d.text, at: d.createdAt, ...(audio !== undefined ? { audio } : {}) })
 
 /** Streamed text of the reply that will arrive with `key` (the `event: delta` of the stream). */
 export interface Delta {

@@ -23,13 +23,23 @@ export interface ReplyStreamOptions {
   readonly after: number
   /** Replies read per page. */
   readonly pageSize: number
+  /** The URL of a reply's audio, where the server serves it. */
+  readonly audioUrl?: (replyId: number) => string
   /** Completed when the server closes: the stream ends. */
   readonly closing: Deferred.Deferred<void>
 }
 
-/** The client's replies after `after`, up to `limit`. */
-export const repliesAfter = (deliveries: DeliveryStore.Service, conversationId: ConversationId, client: string, after: number, limit: number) =>
-  deliveries.ofClient({ conversationId, client, after, limit }).pipe(Effect.map((ds) => ds.map(replyOf)))
+/**
+ * The client's replies after `after`, up to `limit`. With `audioUrl`, a reply whose audio is
+ * stored (a spoken reply, src/speech) carries `audio`, the URL that serves it.
+ */
+export const repliesAfter = (deliveries: DeliveryStore.Service, conversationId: ConversationId, client: string, after: number, limit: number, audioUrl?: (replyId: number) => string) =>
+  Effect.gen(function* () {
+    const ds = yield* deliveries.ofClient({ conversationId, client, after, limit })
+    if (audioUrl === undefined) return ds.map((d) => replyOf(d))
+    const spoken = yield* deliveries.audioFormats(ds.filter((d) => d.kind === "reply").map((d) => d.idempotencyKey))
+    return ds.map((d) => replyOf(d, spoken.has(d.idempotencyKey) ? audioUrl(d.id) : undefined))
+  })
 
 export const replyStream = (options: ReplyStreamOptions): HttpServerResponse.HttpServerResponse => {
   const { client, conversationId, deliveries, hub, pageSize, place } = options
@@ -44,7 +54,7 @@ export const replyStream = (options: ReplyStreamOptions): HttpServerResponse.Htt
     const newReplies: Effect.Effect<Array<string>> = Effect.gen(function* () {
       const out: Array<string> = []
       while (true) {
-        const page = yield* repliesAfter(deliveries, conversationId, client, last, pageSize)
+        const page = yield* repliesAfter(deliveries, conversationId, client, last, pageSize, options.audioUrl)
         for (const r of page) {
           last = r.id
           seen.add(r.key)

@@ -17,6 +17,11 @@ export const HttpSettings = Schema.Struct({
   /** A file (relative to dataDir) with one SHA-256 hex digest per line. */
   tokensFile: Schema.optional(Schema.NonEmptyString),
   maxBodyBytes: Schema.optionalWith(Schema.Int.pipe(Schema.between(1_024, 10_000_000)), { default: () => 262_144 }),
+  /**
+   * The base of the URLs the API hands out (a spoken reply's audio): an `http(s)://` address, or
+   * `tunnel` for the first present tunnel's URL. Unset: paths of this server.
+   */
+  publicUrl: Schema.optional(Schema.String.pipe(Schema.pattern(/^(tunnel|https?:\/\/\S+)$/, { message: () => "must be 'tunnel' or an http(s):// address" }))),
   /** The most replies one `replies` answer lists (the stream reads pages of this size). */
   keepReplies: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100_000)), { default: () => 1_000 })
 })

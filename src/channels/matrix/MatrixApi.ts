@@ -1,6 +1,6 @@
 /**
  * The few Matrix Client-Server API calls the connection runtime needs, over the platform
- * HttpClient: login, whoami, /sync, join, /messages, send and typing. Responses are decoded with Schema;
+ * HttpClient: login, whoami, /sync, join, /messages, send, typing and media upload. Responses are decoded with Schema;
  * failures are `MatrixApiError` with the operation and the HTTP status (never a token or a body).
  */
 import * as HttpClient from "@effect/platform/HttpClient"
@@ -57,6 +57,7 @@ const MessagesResponse = Schema.Struct({
 const LoginResponse = Schema.Struct({ user_id: Schema.String, access_token: Schema.String, device_id: Schema.optional(Schema.String) })
 const WhoAmI = Schema.Struct({ user_id: Schema.String })
 const EventIdResponse = Schema.Struct({ event_id: Schema.String })
+const UploadResponse = Schema.Struct({ content_uri: Schema.String.pipe(Schema.startsWith("mxc://")) })
 const ErrorBody = Schema.Struct({ errcode: Schema.optional(Schema.String), retry_after_ms: Schema.optional(Schema.Number) })
 
 /** Only what a sync needs: message timelines (bounded per room) and invites; no presence, no account data. */
@@ -79,6 +80,8 @@ export interface MatrixApi {
   /** One page of a room's events going back from `from`, stopping at `to`. */
   readonly messagesBack: (token: string, roomId: string, from: string, to: string) => Effect.Effect<typeof MessagesResponse.Type, MatrixApiError>
   readonly send: (token: string, roomId: string, txnId: string, content: Record<string, unknown>) => Effect.Effect<string, MatrixApiError>
+  /** Uploads a file to the media repository; answers its `mxc://` URI. */
+  readonly upload: (token: string, bytes: Uint8Array, contentType: string, filename: string) => Effect.Effect<string, MatrixApiError>
   /** The typing notice of `userId` in a room: on for `timeout`, or off. */
   readonly typing: (token: string, roomId: string, userId: string, typing: boolean, timeout: Duration.Duration) => Effect.Effect<void, MatrixApiError>
 }
@@ -135,6 +138,11 @@ export const make = (homeserver: string): Effect.Effect<MatrixApi, never, HttpCl
         run("send", authed(HttpClientRequest.put(`${base}/_matrix/client/v3/rooms/${room(roomId)}/send/m.room.message/${encodeURIComponent(txnId)}`), token).pipe(
           HttpClientRequest.bodyUnsafeJson(content)
         ), EventIdResponse).pipe(Effect.map((r) => r.event_id)),
+      upload: (token, bytes, contentType, filename) =>
+        run("upload", authed(HttpClientRequest.post(`${base}/_matrix/media/v3/upload`), token).pipe(
+          HttpClientRequest.setUrlParams({ filename }),
+          HttpClientRequest.bodyUint8Array(bytes, contentType)
+        ), UploadResponse).pipe(Effect.map((r) => r.content_uri)),
       typing: (token, roomId, userId, typing, timeout) =>
         run("typing", authed(HttpClientRequest.put(`${base}/_matrix/client/v3/rooms/${room(roomId)}/typing/${encodeURIComponent(userId)}`), token).pipe(
           HttpClientRequest.bodyUnsafeJson(typing ? { typing: true, timeout: Duration.toMillis(timeout) } : { typing: false })

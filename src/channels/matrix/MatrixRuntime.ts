@@ -25,7 +25,7 @@ import type { ProgressEvent } from "../../pipeline/channel-contract.js"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import type { Channel, OutboundDelivery } from "../../pipeline/channel-contract.js"
+import type { Channel, OutboundAudio, OutboundDelivery } from "../../pipeline/channel-contract.js"
 import type { IngestMessageInput } from "../../runtimes/connection-runtime-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
 import * as MatrixApi from "./MatrixApi.js"
@@ -109,14 +109,31 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnecti
       // The first sync of a start returns at once, so readiness does not wait out a long-poll.
       let polling = false
 
+      // Transient failures are retried here (the txn id makes it safe), within the outbox's call deadline.
+      const patiently = <A>(call: Effect.Effect<A, MatrixApi.MatrixApiError>) =>
+        Effect.retry(call, {
+          schedule: Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")), Schedule.upTo("20 seconds")),
+          while: (e) => !e.permanent
+        })
+      // A spoken reply's audio: uploaded, then an `m.audio` event under a txn id of its own, after
+      // the text. An extra: its failure is logged and never fails the delivery (the text arrived).
+      const sendAudio = (delivery: OutboundDelivery, audio: OutboundAudio) =>
+        Effect.gen(function* () {
+          const filename = `reply.${audio.format === "wav" ? "wav" : "ogg"}`
+          const url = yield* patiently(api.upload(token, audio.bytes, audio.mimeType, filename))
+          yield* patiently(api.send(token, delivery.place, `${txnIdOf(delivery)}.audio`, {
+            msgtype: "m.audio",
+            body: filename,
+            url,
+            info: { mimetype: audio.mimeType, size: audio.bytes.length }
+          }))
+        }).pipe(
+          Effect.catchAll((e) => Effect.logWarning("spoken reply: the audio was not sent; the text was").pipe(Effect.annotateLogs({ connection: name, reason: e.message })))
+        )
       const send = (delivery: OutboundDelivery) =>
-        api.send(token, delivery.place, txnIdOf(delivery), { msgtype: delivery.kind === "notice" ? "m.notice" : "m.text", body: delivery.text }).pipe(
-          // Transient failures are retried here (the txn id makes it safe), within the outbox's call deadline.
-          Effect.retry({
-            schedule: Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")), Schedule.upTo("20 seconds")),
-            while: (e) => !e.permanent
-          }),
-          Effect.mapError(fail("send"))
+        patiently(api.send(token, delivery.place, txnIdOf(delivery), { msgtype: delivery.kind === "notice" ? "m.notice" : "m.text", body: delivery.text })).pipe(
+          Effect.mapError(fail("send")),
+          Effect.zipLeft(delivery.audio !== undefined ? sendAudio(delivery, delivery.audio) : Effect.void)
         )
       const typing = (on: boolean, roomId: string) => api.typing(token, roomId, userId, on, TYPING_TIMEOUT).pipe(Effect.ignore)
       // One renewing typing fiber per room with a running turn (turns of a room run one at a time).
@@ -136,6 +153,8 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnecti
       const channel: Channel = {
         name,
         idempotentResends: true,
+        // m.audio takes any audio type; WAV needs no encoder.
+        audio: "wav",
         send: (delivery) => (closed ? Promise.reject(new Error(`matrix connection '${name}' is closed`)) : run(Effect.asVoid(send(delivery)))),
         progress: (event) => (closed ? undefined : run(progress(event)))
       }

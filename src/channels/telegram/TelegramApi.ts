@@ -42,6 +42,8 @@ export interface TelegramApi {
   /** Sends one message; resolves with its message id. */
   readonly sendMessage: (chatId: string, text: string, parseMode: "MarkdownV2" | undefined) => Effect.Effect<number, TelegramApiError>
   readonly sendChatAction: (chatId: string, action: "typing") => Effect.Effect<void, TelegramApiError>
+  /** Sends a voice note (OGG/Opus); resolves with its message id. */
+  readonly sendVoice: (chatId: string, ogg: Uint8Array) => Effect.Effect<number, TelegramApiError>
 }
 
 /** Errors of node's fetch stack that mean the request never left this machine. */
@@ -106,6 +108,11 @@ export const make = (token: string, apiRoot: string): Effect.Effect<TelegramApi,
           Effect.flatMap(decoded("sendMessage", MessageSent)),
           Effect.map((m) => m.message_id)
         ),
-      sendChatAction: (chatId, action) => call("sendChatAction", (signal) => api.sendChatAction(chatId, action, {}, signal)).pipe(Effect.asVoid)
+      sendChatAction: (chatId, action) => call("sendChatAction", (signal) => api.sendChatAction(chatId, action, {}, signal)).pipe(Effect.asVoid),
+      sendVoice: (chatId, ogg) =>
+        call("sendVoice", (signal) => api.sendVoice(chatId, new grammy.InputFile(ogg, "reply.ogg"), {}, signal)).pipe(
+          Effect.flatMap(decoded("sendVoice", MessageSent)),
+          Effect.map((m) => m.message_id)
+        )
     }
   })

@@ -116,6 +116,8 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
           delivery,
           limit: MESSAGE_LIMIT,
           sendPart: ({ text }) => sendPart(delivery.place, text),
+          // A spoken reply: a voice note after the text (Telegram plays OGG/Opus only).
+          sendAudio: (audio) => Effect.asVoid(patiently(api.sendVoice(delivery.place, audio.bytes))),
           // An answer from Telegram, even an error, means it did not take the message.
           failure: (e) => ({ notSent: e.status !== undefined || e.notSent, reason: e.message })
         })
@@ -132,6 +134,7 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
         // Each part is claimed in the database before it is sent (../parts.ts): a resend sends only
         // missing parts and never one whose outcome is unknown, so resending a delivery is safe.
         idempotentResends: true,
+        audio: "ogg_opus",
         send: (delivery) =>
           closed
             ? Promise.reject(new Error(`telegram connection '${name}' is closed`))

@@ -165,6 +165,9 @@ export const doctor = Command.make("doctor", {}, () =>
     if (Either.isRight(loaded)) checks.push(...(yield* slackChecks(loaded.right.config)))
     if (Either.isRight(loaded)) checks.push(...(yield* discordChecks(loaded.right.config, loaded.right.dataDir)))
     checks.push(toolCheck("tmux", "not found: the local tmux runtime example cannot run", "apt-get install tmux"))
+    // Spoken replies (docs/channels.md): without them a voice workspace's replies go out as text only.
+    checks.push(toolCheck("espeak-ng", "not found: the built-in speech synthesizer (voice: espeak) makes no audio, replies go out as text only", "apt-get install espeak-ng"))
+    checks.push(toolCheck("opusenc", "not found: no OGG/Opus audio, so no voice notes where a platform wants them (Telegram)", "apt-get install opus-tools"))
     for (const c of checks) {
       yield* Console.log(`${c.verdict.padEnd(4)}  ${c.name.padEnd(8)}  ${c.detail}${c.fix && c.verdict !== "ok" ? `  (fix: ${c.fix})` : ""}`)
     }
