@@ -25,10 +25,8 @@
  * - While a turn of a place runs, the bot shows as typing there (renewed every 8 s).
  * - isReady is true from READY or RESUMED until the gateway connection closes.
  */
-import { Cause, Config, Duration, Effect, Exit, FiberMap, Queue, Redacted, Runtime, Schedule, Schema } from "effect"
+import { Cause, Duration, Effect, Exit, FiberMap, Queue, Runtime, Schedule, Schema } from "effect"
 import { createHash } from "node:crypto"
-import * as fs from "node:fs/promises"
-import * as path from "node:path"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
 import { type Channel, type OutboundDelivery, type ProgressEvent, SendOutcomeUnknown } from "../../pipeline/channel-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
@@ -38,6 +36,7 @@ import * as DiscordApi from "./DiscordApi.js"
 import { toDiscordMarkdown } from "./markdown.js"
 import { byId, decodeMessageEvent, type DiscordMessage, laterId, type Positions, readPositions, senderOf, writePositions } from "./messages.js"
 import type { DiscordSettings } from "./settings.js"
+import { readToken as readConnectionToken } from "../token.js"
 
 export class DiscordRuntimeError extends Schema.TaggedError<DiscordRuntimeError>()("DiscordRuntimeError", {
   connection: Schema.String,
@@ -71,17 +70,9 @@ export interface DiscordRuntimeOptions {
   readonly dataDir: string
 }
 
-/** The bot token: from the environment variable `tokenEnv` (through Config) or from `tokenFile`. */
+/** The bot token (`tokenEnv` or `tokenFile`), a failure as this runtime's error. */
 export const readToken = (name: string, settings: DiscordSettings, dataDir: string) =>
-  settings.tokenEnv !== undefined
-    ? Config.redacted(settings.tokenEnv).pipe(
-      Effect.map(Redacted.value),
-      Effect.mapError(() => new DiscordRuntimeError({ connection: name, operation: "start", reason: `connections.${name}.tokenEnv: ${settings.tokenEnv} is not set` }))
-    )
-    : Effect.tryPromise({
-      try: () => fs.readFile(path.resolve(dataDir, settings.tokenFile!), "utf8"),
-      catch: () => new DiscordRuntimeError({ connection: name, operation: "start", reason: `connections.${name}.tokenFile: cannot read the file` })
-    }).pipe(Effect.map((s) => s.trim()))
+  readConnectionToken(name, settings, dataDir, (reason) => new DiscordRuntimeError({ connection: name, operation: "start", reason }))
 
 type Work = { readonly _tag: "message"; readonly raw: unknown } | { readonly _tag: "catchUp"; readonly after: string }
 

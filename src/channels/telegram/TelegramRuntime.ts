@@ -20,9 +20,7 @@
  *
  * The first start of a connection (no cursor yet) begins from "now": pending updates are dropped.
  */
-import { Cause, Config, Duration, Effect, Exit, FiberMap, Redacted, Runtime, Schedule, Schema } from "effect"
-import * as fs from "node:fs/promises"
-import * as path from "node:path"
+import { Cause, Duration, Effect, Exit, FiberMap, Runtime, Schedule, Schema } from "effect"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
 import { type Channel, type OutboundDelivery, type ProgressEvent, SendOutcomeUnknown } from "../../pipeline/channel-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
@@ -32,6 +30,7 @@ import { toMarkdownV2 } from "./markdown-v2.js"
 import type { TelegramSettings } from "./settings.js"
 import * as TelegramApi from "./TelegramApi.js"
 import { decodeUpdate, nextOffset, receiptOf, senderOf } from "./updates.js"
+import { readToken as readConnectionToken } from "../token.js"
 
 export class TelegramRuntimeError extends Schema.TaggedError<TelegramRuntimeError>()("TelegramRuntimeError", {
   connection: Schema.String,
@@ -58,17 +57,9 @@ export interface TelegramRuntimeOptions {
   readonly dataDir: string
 }
 
-/** The bot token: from the environment variable `tokenEnv` (through Config) or from `tokenFile`. */
+/** The bot token (`tokenEnv` or `tokenFile`), a failure as this runtime's error. */
 export const readToken = (name: string, settings: TelegramSettings, dataDir: string) =>
-  settings.tokenEnv !== undefined
-    ? Config.redacted(settings.tokenEnv).pipe(
-      Effect.map(Redacted.value),
-      Effect.mapError(() => new TelegramRuntimeError({ connection: name, operation: "start", reason: `connections.${name}.tokenEnv: ${settings.tokenEnv} is not set` }))
-    )
-    : Effect.tryPromise({
-      try: () => fs.readFile(path.resolve(dataDir, settings.tokenFile!), "utf8"),
-      catch: () => new TelegramRuntimeError({ connection: name, operation: "start", reason: `connections.${name}.tokenFile: cannot read the file` })
-    }).pipe(Effect.map((s) => s.trim()))
+  readConnectionToken(name, settings, dataDir, (reason) => new TelegramRuntimeError({ connection: name, operation: "start", reason }))
 
 const parseRefused = (e: TelegramApi.TelegramApiError) => e.status === 400 && /can't parse entities|can't find end/i.test(e.description ?? "")
 
