@@ -8,6 +8,7 @@
  * mention written the Slack way (`<@U123>`, `<#C123>`) is kept, so the agent can mention someone;
  * any other `<...>` (`<!channel>`, which would notify everyone) is escaped.
  */
+import { headingText, renderMarkdown } from "../markdown.js"
 
 /** Text made literal in Slack: its three reserved characters as entities. */
 export const escapeText = (s: string): string => s.replace(/[&<>]/g, (c) => (c === "&" ? "&amp;" : c === "<" ? "&lt;" : "&gt;"))
@@ -42,47 +43,20 @@ const inline = (text: string): string => {
   return out + escapeText(text.slice(at))
 }
 
-const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)\s*$/
-const HEADING = /^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$/
 const BULLET = /^(\s*)[-*+]\s+(.*)$/
 
 /** Converts Markdown to mrkdwn: fences, headings and bullets line by line, the rest inline. */
-export const toMrkdwn = (markdown: string): string => {
-  const lines = markdown.split("\n")
-  const out: Array<string> = []
-  let prose: Array<string> = []
-  const flush = () => {
-    if (prose.length > 0) out.push(inline(prose.join("\n")))
-    prose = []
-  }
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!
-    const fence = FENCE.exec(line)
-    if (fence !== null) {
-      const close = lines.findIndex((l, j) => j > i && l.trim().startsWith(fence[1]!) && l.trim().replace(/[`~]/g, "") === "")
-      const end = close === -1 ? lines.length : close
-      flush()
-      out.push("```\n" + escapeText(lines.slice(i + 1, end).join("\n")) + "\n```")
-      i = end
-      continue
-    }
-    const heading = HEADING.exec(line)
-    if (heading !== null) {
-      flush()
-      out.push("*" + inline(heading[1]!) + "*")
-      continue
-    }
-    const bullet = BULLET.exec(line)
-    if (bullet !== null && !/^\s*\*\*/.test(line)) {
-      flush()
-      out.push(bullet[1]! + "• " + inline(bullet[2]!))
-      continue
-    }
-    prose.push(line)
-  }
-  flush()
-  return out.join("\n")
-}
+export const toMrkdwn = (markdown: string): string =>
+  renderMarkdown(markdown, {
+    code: (_lang, body) => "```\n" + escapeText(body) + "\n```",
+    line: (line) => {
+      const heading = headingText(line)
+      if (heading !== undefined) return "*" + inline(heading) + "*"
+      const bullet = BULLET.exec(line)
+      return bullet !== null && !/^\s*\*\*/.test(line) ? bullet[1]! + "• " + inline(bullet[2]!) : undefined
+    },
+    prose: inline
+  })
 
 /**
  * A message's text as the agent reads it: Slack's entities decoded (`&amp;` last, so `&amp;lt;`

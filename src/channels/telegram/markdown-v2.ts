@@ -4,6 +4,7 @@
  * MarkdownV2 reserves is escaped, so any text, Markdown or not, is accepted by Telegram and shown
  * as written. The channel still falls back to plain text if Telegram refuses the entities.
  */
+import { headingText, renderMarkdown } from "../markdown.js"
 
 const RESERVED = /[_*[\]()~`>#+\-=|{}.!\\]/g
 
@@ -41,36 +42,13 @@ const inline = (text: string): string => {
   return out + escapeText(text.slice(at))
 }
 
-const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)\s*$/
-
 /** Converts Markdown to MarkdownV2, line by line for fences and headings, inline for the rest. */
-export const toMarkdownV2 = (markdown: string): string => {
-  const lines = markdown.split("\n")
-  const out: Array<string> = []
-  let prose: Array<string> = []
-  const flush = () => {
-    if (prose.length > 0) out.push(inline(prose.join("\n")))
-    prose = []
-  }
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!
-    const fence = FENCE.exec(line)
-    if (fence !== null) {
-      const close = lines.findIndex((l, j) => j > i && l.trim().startsWith(fence[1]!) && l.trim().replace(/[`~]/g, "") === "")
-      const end = close === -1 ? lines.length : close
-      flush()
-      out.push("```" + (fence[2] ?? "") + "\n" + escapeCode(lines.slice(i + 1, end).join("\n")) + "\n```")
-      i = end
-      continue
-    }
-    const heading = /^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(line)
-    if (heading !== null) {
-      flush()
-      out.push("*" + inline(heading[1]!) + "*")
-      continue
-    }
-    prose.push(line)
-  }
-  flush()
-  return out.join("\n")
-}
+export const toMarkdownV2 = (markdown: string): string =>
+  renderMarkdown(markdown, {
+    code: (lang, body) => "```" + lang + "\n" + escapeCode(body) + "\n```",
+    line: (line) => {
+      const heading = headingText(line)
+      return heading === undefined ? undefined : "*" + inline(heading) + "*"
+    },
+    prose: inline
+  })
