@@ -191,6 +191,48 @@ describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
       assert.notInclude(yield* Effect.promise(() => alice.members(c)), bot.userId)
     }))
 
+  it.scopedLive("in a room of three only triggered messages are answered (the trigger word, the bot's id, an m.mentions of the bot); the others are stored as context; a room of two is always answered", () =>
+    Effect.gen(function* () {
+      const carol = yield* Effect.promise(() => synapse.register("carol"))
+      const config = Either.getOrThrow(decodeConfig({
+        dataDir: tempDir(),
+        workspaces: [{ id: "main" }],
+        routes: [{ connection: "mx", place: "*", workspace: "main", trigger: "pynchy" }],
+        connections: {},
+        limits: { runtimeReadyTimeoutMs: 20_000, readinessCheckMs: 100 }
+      }, "test config"))
+      const runtime = makeMatrixRuntime({ name: "mx", settings: settings(), dataDir: tempDir() })
+      const ctx = yield* Layer.build(makeTestHost(config, { runtimes: [{ plugin: "matrix", value: runtime }] }))
+      const store = yield* Effect.provide(MessageStore, ctx)
+      const group = yield* Effect.promise(() => alice.createRoom([bot.userId, carol.userId]))
+      yield* Effect.promise(() => carol.join(group))
+      yield* eventually(async () => {
+        const members = await alice.members(group)
+        return members.includes(bot.userId) && members.includes(carol.userId) ? true : undefined
+      }, { label: "the bot and carol in the group room" })
+      const botSaid = () => Effect.promise(() => alice.messages(group)).pipe(Effect.map((ms) => ms.filter((m) => m.sender === bot.userId).map((m) => m.body)))
+
+      yield* Effect.promise(() => alice.send(group, "lunch at noon?"))
+      yield* Effect.promise(() => carol.send(group, "pynchyfan says one"))
+      yield* eventually(
+        store.recent(ConversationId.make(`mx:${group}`), 10).pipe(Effect.map((ms) => ms.filter((m) => m.direction === "in" && m.handledBy !== null).length === 2 ? true : undefined)),
+        { label: "the untriggered messages stored and handled" }
+      )
+      assert.deepStrictEqual(yield* botSaid(), [])
+      yield* Effect.promise(() => carol.send(group, "Pynchy, what do you think?"))
+      yield* Effect.promise(() => alice.awaitMessage(group, (m) => m.sender === bot.userId && m.body === "echo: Pynchy, what do you think?"))
+      yield* Effect.promise(() => alice.send(group, `ask ${bot.userId} then`))
+      yield* Effect.promise(() => alice.awaitMessage(group, (m) => m.sender === bot.userId && m.body === `echo: ask ${bot.userId} then`))
+      yield* Effect.promise(() => alice.mention(group, "Bot: and you?", [bot.userId]))
+      yield* Effect.promise(() => alice.awaitMessage(group, (m) => m.sender === bot.userId && m.body === "echo: Bot: and you?"))
+      assert.deepStrictEqual(yield* botSaid(), ["echo: Pynchy, what do you think?", `echo: ask ${bot.userId} then`, "echo: Bot: and you?"])
+
+      // The bot and one person: a direct chat, no trigger needed.
+      const direct = yield* Effect.promise(() => roomWithBot())
+      yield* Effect.promise(() => alice.send(direct, "just us"))
+      yield* Effect.promise(() => alice.awaitMessage(direct, (m) => m.sender === bot.userId && m.body === "echo: just us"))
+    }))
+
   it.scopedLive("isReady turns false while the homeserver is down and true again; nothing sent meanwhile is lost", () =>
     Effect.gen(function* () {
       const runtime = makeMatrixRuntime({ name: "mx", settings: settings({ syncTimeoutMs: 1_000 }), dataDir: tempDir() })

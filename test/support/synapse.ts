@@ -80,6 +80,14 @@ export class MatrixUser {
     return r.event_id as string
   }
 
+  /** A text that mentions users the way clients do (`m.mentions`, Matrix 1.7 intentional mentions). */
+  async mention(roomId: string, text: string, userIds: ReadonlyArray<string>): Promise<string> {
+    const r = await this.req("PUT", `/_matrix/client/v3/rooms/${encodeURIComponent(roomId)}/send/m.room.message/${encodeURIComponent(randomUUID())}`, {
+      msgtype: "m.text", body: text, "m.mentions": { user_ids: userIds }
+    })
+    return r.event_id as string
+  }
+
   /** Every m.room.message text of the room, oldest first. */
   async messages(roomId: string): Promise<Array<RoomMessage>> {
     const out: Array<RoomMessage> = []

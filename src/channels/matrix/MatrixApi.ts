@@ -43,7 +43,14 @@ const Timeline = Schema.Struct({
 export const SyncResponse = Schema.Struct({
   next_batch: Schema.String,
   rooms: Schema.optional(Schema.Struct({
-    join: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Struct({ timeline: Schema.optional(Timeline) }) })),
+    join: Schema.optional(Schema.Record({
+      key: Schema.String,
+      value: Schema.Struct({
+        timeline: Schema.optional(Timeline),
+        // Sent (with lazy-loaded members) on the first sync of a room and when it changes.
+        summary: Schema.optional(Schema.Struct({ "m.joined_member_count": Schema.optional(Schema.Number) }))
+      })
+    })),
     invite: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
   }))
 })
@@ -57,6 +64,7 @@ const MessagesResponse = Schema.Struct({
 const LoginResponse = Schema.Struct({ user_id: Schema.String, access_token: Schema.String, device_id: Schema.optional(Schema.String) })
 const WhoAmI = Schema.Struct({ user_id: Schema.String })
 const EventIdResponse = Schema.Struct({ event_id: Schema.String })
+const JoinedMembers = Schema.Struct({ joined: Schema.Record({ key: Schema.String, value: Schema.Unknown }) })
 const UploadResponse = Schema.Struct({ content_uri: Schema.String.pipe(Schema.startsWith("mxc://")) })
 const ErrorBody = Schema.Struct({ errcode: Schema.optional(Schema.String), retry_after_ms: Schema.optional(Schema.Number) })
 
@@ -77,6 +85,8 @@ export interface MatrixApi {
   readonly whoami: (token: string) => Effect.Effect<string, MatrixApiError>
   readonly sync: (token: string, since: string | undefined, timeout: Duration.Duration, filter: string) => Effect.Effect<SyncResponse, MatrixApiError>
   readonly join: (token: string, roomId: string) => Effect.Effect<void, MatrixApiError>
+  /** How many members have joined a room (the bot included). */
+  readonly joinedMemberCount: (token: string, roomId: string) => Effect.Effect<number, MatrixApiError>
   /** One page of a room's events going back from `from`, stopping at `to`. */
   readonly messagesBack: (token: string, roomId: string, from: string, to: string) => Effect.Effect<typeof MessagesResponse.Type, MatrixApiError>
   readonly send: (token: string, roomId: string, txnId: string, content: Record<string, unknown>) => Effect.Effect<string, MatrixApiError>
@@ -130,6 +140,10 @@ export const make = (homeserver: string): Effect.Effect<MatrixApi, never, HttpCl
         ), SyncResponse),
       join: (token, roomId) =>
         run("join", authed(HttpClientRequest.post(`${base}/_matrix/client/v3/join/${room(roomId)}`), token).pipe(HttpClientRequest.bodyUnsafeJson({})), Schema.Unknown).pipe(Effect.asVoid),
+      joinedMemberCount: (token, roomId) =>
+        run("joined_members", authed(HttpClientRequest.get(`${base}/_matrix/client/v3/rooms/${room(roomId)}/joined_members`), token), JoinedMembers).pipe(
+          Effect.map((r) => Object.keys(r.joined).length)
+        ),
       messagesBack: (token, roomId, from, to) =>
         run("messages", authed(HttpClientRequest.get(`${base}/_matrix/client/v3/rooms/${room(roomId)}/messages`), token).pipe(
           HttpClientRequest.setUrlParams({ dir: "b", from, to, limit: "100" })

@@ -9,6 +9,11 @@
  *   /messages down to the previous token, so a long outage loses nothing.
  * - Replies go out with `PUT .../send/m.room.message/{txnId}`, the txn id derived from the
  *   delivery's idempotency key: a resend after a crash is deduplicated by the homeserver.
+ * - Group rooms (more than two members) follow the route's trigger (../triggers.ts): a message is
+ *   answered when it uses the trigger word, names the bot's user id, or mentions the bot
+ *   (`m.mentions`, which clients also set on a reply to the bot); any other is stored as context
+ *   for the next turn. A room of two (the bot and one person) is a direct chat: always answered.
+ *   Member counts come from the sync's room summaries, or `joined_members` the first time.
  * - While a turn of a room runs, the bot shows as typing there (renewed; off when the turn ends).
  *   Typing is progress, not a delivery: a failed typing call is ignored.
  * - isReady is true after a successful sync and false from a failed one until the next success.
@@ -28,6 +33,7 @@ import * as path from "node:path"
 import type { Channel, OutboundAudio, OutboundDelivery } from "../../pipeline/channel-contract.js"
 import type { IngestMessageInput } from "../../runtimes/connection-runtime-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
+import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import * as MatrixApi from "./MatrixApi.js"
 import type { MatrixSettings } from "./settings.js"
 
@@ -206,22 +212,58 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnecti
 
       const ingest = (input: IngestMessageInput) => context.ingest(input).pipe(Effect.mapError(fail("ingest")))
 
+      // Joined members per room, for triggers: from the sync's summaries, else asked once.
+      const members = new Map<string, number>()
+      const noteSummaries = (res: MatrixApi.SyncResponse) => {
+        for (const [roomId, joined] of Object.entries(res.rooms?.join ?? {})) {
+          const count = joined.summary?.["m.joined_member_count"]
+          if (count !== undefined) members.set(roomId, count)
+        }
+      }
+      const isDirect = (roomId: string) => {
+        const known = members.get(roomId)
+        if (known !== undefined) return Effect.succeed(known <= 2)
+        return api.joinedMemberCount(token, roomId).pipe(
+          Effect.tap((n) => Effect.sync(() => members.set(roomId, n))),
+          Effect.map((n) => n <= 2),
+          Effect.mapError(fail("joined_members"))
+        )
+      }
+      const triggered = (roomId: string, event: MatrixApi.RoomEvent) =>
+        Effect.map(isDirect(roomId), (direct) => {
+          const mentions = event.content?.["m.mentions"] as { user_ids?: unknown } | undefined
+          return isTriggered({
+            text: event.content!["body"] as string,
+            direct,
+            trigger: routeOf(routes, roomId)?.trigger,
+            handle: userId,
+            repliesToBot: false,
+            mentionsBot: Array.isArray(mentions?.user_ids) && mentions.user_ids.includes(userId)
+          })
+        })
+
       const step = Effect.gen(function* () {
         const first = since === undefined
         const res = yield* api.sync(token, since, polling ? Duration.millis(settings.syncTimeoutMs) : Duration.zero, MatrixApi.SYNC_FILTER)
         yield* joinInvites(res)
+        noteSummaries(res)
         if (!first) {
           const messages = yield* messagesOf(res)
           order += 1
           for (let i = 0; i < messages.length; i++) {
             const { roomId, event } = messages[i]!
+            const answered = yield* triggered(roomId, event)
             yield* ingest({
               connection: name,
               place: roomId,
               providerEventId: event.event_id,
               sender: event.sender,
               text: event.content!["body"] as string,
-              metadata: { msgtype: event.content!["msgtype"], ...(event.origin_server_ts !== undefined ? { originServerTs: event.origin_server_ts } : {}) },
+              metadata: {
+                msgtype: event.content!["msgtype"],
+                ...(event.origin_server_ts !== undefined ? { originServerTs: event.origin_server_ts } : {}),
+                ...(answered ? {} : untriggeredMetadata)
+              },
               ...(i === messages.length - 1 ? { cursor: { stream: SYNC_STREAM, position: res.next_batch, order } } : {})
             })
           }
