@@ -126,6 +126,11 @@ describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
       yield* Effect.promise(() => alice.send(room, "hello"))
       const reply = yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.sender === bot.userId))
       assert.strictEqual(reply.body, "echo: hello")
+      assert.isUndefined(reply.formattedBody, "plain text goes without HTML")
+      // Markdown goes out as Matrix HTML too; the body keeps the text.
+      yield* Effect.promise(() => alice.send(room, "**bold** and `a<b`"))
+      const formatted = yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.sender === bot.userId && m.body === "echo: **bold** and `a<b`"))
+      assert.strictEqual(formatted.formattedBody, "echo: <strong>bold</strong> and <code>a&lt;b</code>")
       const cursor = yield* Effect.flatMap(MessageStore, (s) => s.cursor(ConnectionName.make("mx"), SYNC_STREAM)).pipe(Effect.provide(ctx))
       assert.isTrue(Option.isSome(cursor) && cursor.value.position.length > 0)
 

@@ -51,6 +51,8 @@ export interface RoomMessage {
   readonly eventId: string
   readonly sender: string
   readonly body: string
+  /** The HTML of a formatted message (`org.matrix.custom.html`). */
+  readonly formattedBody?: string
 }
 
 /** A person (or the bot) talking to the homeserver over the Client-Server API. */
@@ -96,7 +98,9 @@ export class MatrixUser {
       const q = new URLSearchParams({ dir: "b", limit: "1000", ...(from ? { from } : {}) })
       const r = await this.req("GET", `/_matrix/client/v3/rooms/${encodeURIComponent(roomId)}/messages?${q}`)
       for (const e of r.chunk ?? []) {
-        if (e.type === "m.room.message" && typeof e.content?.body === "string") out.push({ eventId: e.event_id, sender: e.sender, body: e.content.body })
+        if (e.type === "m.room.message" && typeof e.content?.body === "string") {
+          out.push({ eventId: e.event_id, sender: e.sender, body: e.content.body, ...(typeof e.content.formatted_body === "string" ? { formattedBody: e.content.formatted_body } : {}) })
+        }
       }
       if (!r.end || (r.chunk ?? []).length === 0) break
       from = r.end

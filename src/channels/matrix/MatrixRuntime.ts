@@ -8,7 +8,8 @@
  *   (connection, event id) deduplicates a replayed sync. A limited timeline is backfilled through
  *   /messages down to the previous token, so a long outage loses nothing.
  * - Replies go out with `PUT .../send/m.room.message/{txnId}`, the txn id derived from the
- *   delivery's idempotency key: a resend after a crash is deduplicated by the homeserver.
+ *   delivery's idempotency key: a resend after a crash is deduplicated by the homeserver. Markdown
+ *   goes out as Matrix HTML too (`formatted_body`, ./html.ts); `body` keeps the text.
  * - Group rooms (more than two members) follow the route's trigger (../triggers.ts): a message is
  *   answered when it uses the trigger word, names the bot's user id, or mentions the bot
  *   (`m.mentions`, which clients also set on a reply to the bot); any other is stored as context
@@ -34,6 +35,7 @@ import type { Channel, OutboundAudio, OutboundDelivery } from "../../pipeline/ch
 import type { IngestMessageInput } from "../../runtimes/connection-runtime-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
+import { formattedContent } from "./html.js"
 import * as MatrixApi from "./MatrixApi.js"
 import type { MatrixSettings } from "./settings.js"
 
@@ -137,7 +139,7 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnecti
           Effect.catchAll((e) => Effect.logWarning("spoken reply: the audio was not sent; the text was").pipe(Effect.annotateLogs({ connection: name, reason: e.message })))
         )
       const send = (delivery: OutboundDelivery) =>
-        patiently(api.send(token, delivery.place, txnIdOf(delivery), { msgtype: delivery.kind === "notice" ? "m.notice" : "m.text", body: delivery.text })).pipe(
+        patiently(api.send(token, delivery.place, txnIdOf(delivery), { msgtype: delivery.kind === "notice" ? "m.notice" : "m.text", body: delivery.text, ...formattedContent(delivery.text) })).pipe(
           Effect.mapError(fail("send")),
           Effect.zipLeft(delivery.audio !== undefined ? sendAudio(delivery, delivery.audio) : Effect.void)
         )
