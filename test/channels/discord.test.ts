@@ -7,7 +7,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Layer, Option } from "effect"
 import { SqlClient } from "@effect/sql"
-import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
@@ -20,15 +19,14 @@ import { splitText } from "../../src/channels/split.js"
 import { decodeConfig } from "../../src/config/HostConfig.js"
 import { DeliveryStore } from "../../src/db/DeliveryStore.js"
 import { MessageStore } from "../../src/db/MessageStore.js"
-import { ConnectionName, ExecutorId } from "../../src/domain/ids.js"
-import { AgentExecutor, ExecutorLiveness, TurnFailed } from "../../src/pipeline/AgentExecutor.js"
+import { ConnectionName } from "../../src/domain/ids.js"
 import { isOutcomeUnknown } from "../../src/pipeline/channel-contract.js"
 import { Channels } from "../../src/pipeline/Channels.js"
-import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
 import { tempDir } from "../support/db.js"
 import { type FakeDiscord, startDiscord } from "../support/discord.js"
 import { eventually } from "../support/eventually.js"
 import { streamingExecutor } from "../support/streaming.js"
+import { contextEcho } from "../support/context-echo.js"
 
 let dc: FakeDiscord
 beforeAll(async () => {
@@ -290,19 +288,6 @@ describe("Discord sends after a crash", () => {
     }))
 })
 
-/** An in-process agent that answers with the history it was given and the messages it answers. */
-const contextEcho = Layer.merge(
-  Layer.effect(AgentExecutor, Effect.map(ConversationContext, (contexts) => AgentExecutor.of({
-    allocate: () => Effect.sync(() => ExecutorId.make(`inproc:${randomUUID()}`)),
-    execute: (input) =>
-      Effect.gen(function* () {
-        const { history } = yield* contexts.build(input, null)
-        yield* input.reply(`context: ${history.filter((h) => h.role === "user").map((h) => h.text).join(" | ")}; new: ${input.messages.map((m) => m.text).join(" | ")}`)
-      }),
-    adopt: () => new TurnFailed({ code: "not_adoptable", reason: "in-process", retryable: true })
-  }))),
-  Layer.succeed(ExecutorLiveness, ExecutorLiveness.of({ isAlive: () => Effect.succeed(false) }))
-)
 
 describe("Discord guild channels", () => {
   it.scopedLive("only triggered messages are answered (the trigger word, a mention of the bot, a reply to it); the others are context; DMs always", () =>

@@ -7,7 +7,6 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Layer, Option } from "effect"
-import { randomUUID } from "node:crypto"
 import * as net from "node:net"
 import { afterAll, beforeAll } from "vitest"
 import { makeTestHost } from "../../layers/test.js"
@@ -18,14 +17,13 @@ import { splitText } from "../../src/channels/split.js"
 import { decodeConfig } from "../../src/config/HostConfig.js"
 import { DeliveryStore } from "../../src/db/DeliveryStore.js"
 import { MessageStore } from "../../src/db/MessageStore.js"
-import { ConnectionName, ExecutorId } from "../../src/domain/ids.js"
-import { AgentExecutor, ExecutorLiveness, TurnFailed } from "../../src/pipeline/AgentExecutor.js"
+import { ConnectionName } from "../../src/domain/ids.js"
 import { isOutcomeUnknown } from "../../src/pipeline/channel-contract.js"
 import { Channels } from "../../src/pipeline/Channels.js"
-import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
 import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
 import { type FakeSlack, signedRequest, startFakeSlack } from "../support/slack.js"
+import { contextEcho } from "../support/context-echo.js"
 
 let slack: FakeSlack
 beforeAll(async () => {
@@ -241,19 +239,6 @@ describe("Slack runtime in Socket Mode against the fake Slack", () => {
     }))
 })
 
-/** An in-process agent that answers with the history it was given and the messages it answers. */
-const contextEcho = Layer.merge(
-  Layer.effect(AgentExecutor, Effect.map(ConversationContext, (contexts) => AgentExecutor.of({
-    allocate: () => Effect.sync(() => ExecutorId.make(`inproc:${randomUUID()}`)),
-    execute: (input) =>
-      Effect.gen(function* () {
-        const { history } = yield* contexts.build(input, null)
-        yield* input.reply(`context: ${history.filter((h) => h.role === "user").map((h) => h.text).join(" | ")}; new: ${input.messages.map((m) => m.text).join(" | ")}`)
-      }),
-    adopt: () => new TurnFailed({ code: "not_adoptable", reason: "in-process", retryable: true })
-  }))),
-  Layer.succeed(ExecutorLiveness, ExecutorLiveness.of({ isAlive: () => Effect.succeed(false) }))
-)
 
 describe("Slack channels with a trigger", () => {
   it.scopedLive("in a channel only triggered messages (the word, an @-mention of the app, a reply in its thread) are answered; the others are context; DMs are always answered", () =>

@@ -22,13 +22,10 @@ import { Channels } from "../../src/pipeline/Channels.js"
 import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
 import { streamingExecutor } from "../support/streaming.js"
-import { randomUUID } from "node:crypto"
-import { ExecutorId } from "../../src/domain/ids.js"
-import { AgentExecutor, ExecutorLiveness, TurnFailed } from "../../src/pipeline/AgentExecutor.js"
-import { ConversationContext } from "../../src/pipeline/ConversationContext.js"
 import { startTelegram, type Telegram } from "../support/telegram.js"
 import { skipWithout } from "../support/system.js"
 import { decodedSeconds } from "../speech/support.js"
+import { contextEcho } from "../support/context-echo.js"
 
 let tg: Telegram
 beforeAll(async () => {
@@ -222,19 +219,6 @@ describe("Telegram runtime against the emulator", () => {
     }))
 })
 
-/** An in-process agent that answers with the history it was given and the messages it answers. */
-const contextEcho = Layer.merge(
-  Layer.effect(AgentExecutor, Effect.map(ConversationContext, (contexts) => AgentExecutor.of({
-    allocate: () => Effect.sync(() => ExecutorId.make(`inproc:${randomUUID()}`)),
-    execute: (input) =>
-      Effect.gen(function* () {
-        const { history } = yield* contexts.build(input, null)
-        yield* input.reply(`context: ${history.filter((h) => h.role === "user").map((h) => h.text).join(" | ")}; new: ${input.messages.map((m) => m.text).join(" | ")}`)
-      }),
-    adopt: () => new TurnFailed({ code: "not_adoptable", reason: "in-process", retryable: true })
-  }))),
-  Layer.succeed(ExecutorLiveness, ExecutorLiveness.of({ isAlive: () => Effect.succeed(false) }))
-)
 
 describe("Telegram sends whose outcome is unknown", () => {
   it.scopedLive("a reply whose part a crash left `sending` is not resent: the delivery ends unknown and the user gets a notice", () =>
