@@ -97,6 +97,11 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
 
     const sendOne = (channel: Channel, conversation: Conversation, d: Delivery) =>
       Effect.gen(function* () {
+        // A voice workspace's reply, for a channel that carries audio: made (or read back) after the
+        // record and before the attempt begins, so a crash while it is made leaves nothing ambiguous,
+        // and a reader who sees the attempt begun (the HTTP API) sees the audio with it.
+        const resendable = d.attempts === 0 || channel.idempotentResends
+        const audio = channel.audio === undefined || !resendable ? Option.none() : yield* replyAudio.audioFor(d, conversation.workspace, channel.audio)
         const attempt = yield* deliveries.beginAttempt(d.id)
         if (attempt > 1 && !channel.idempotentResends) {
           // An earlier call may have reached the platform before the crash: resending could duplicate.
@@ -106,8 +111,6 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
           yield* Effect.logWarning("delivery outcome unknown").pipe(Effect.annotateLogs({ delivery: d.idempotencyKey, channel: channel.name }))
           return yield* noticeFor(d, "unknown")
         }
-        // A voice workspace's reply, for a channel that carries audio: made (or read back) before the call, after the record.
-        const audio = channel.audio === undefined ? Option.none() : yield* replyAudio.audioFor(d, conversation.workspace, channel.audio)
         const outcome = yield* callChannel(channel, conversation, d, attempt - 1, audio).pipe(
           Effect.retry({ schedule: SEND_RETRIES, while: (e) => e._tag === "SendRejected" || (e._tag === "SendTimedOut" && channel.idempotentResends) }),
           Effect.either

@@ -110,10 +110,12 @@ describe.skipIf(!BUILT)("host events through whole turns of the built host", () 
         "message.ingested", "turn.started", "turn.completed", "sandbox.started", "sandbox.exited", "gateway.call",
         "gateway.budget_exceeded", "gateway.cooldown", "approval.asked", "approval.decided", "schedule.run", "delivery.recorded", "delivery.sent"
       ]
-      const types = yield* eventually(Effect.sync(() => {
+      const types = yield* eventually(() => {
         const have = new Set(query(db, "SELECT DISTINCT type FROM events").map((r) => String(r.type)))
-        return expected.every((t) => have.has(t)) ? have : undefined
-      }), { label: `the event log holding ${expected.join(", ")}` })
+        const missing = expected.filter((t) => !have.has(t))
+        if (missing.length > 0) throw new Error(`the log has no ${missing.join(", ")} yet`)
+        return have
+      }, { label: "the event log holding every kind of event", timeout: "120 seconds" })
       assert.includeMembers([...types], expected)
       const [call] = query(db, "SELECT payload FROM events WHERE type = 'gateway.call' LIMIT 1")
       assert.deepInclude(JSON.parse(String(call!.payload)), { workspace: "main", status: 200 })

@@ -53,7 +53,8 @@ export interface FakeSlack {
   readonly awaitPost: (channel: string, text: string) => Promise<void>
   readonly calls: (method: string) => number
   /** The next `times` calls of `method` (after `skip`) answer 429 with Retry-After seconds. */
-  readonly rateLimitNext: (method: string, times: number, retryAfterSeconds: number, skip?: number) => void
+  /** The next `times` calls of `method` (after `skip` more; only those to `channel` when given) get a 429. */
+  readonly rateLimitNext: (method: string, times: number, retryAfterSeconds: number, skip?: number, channel?: string) => void
   readonly callTimes: (method: string) => ReadonlyArray<{ readonly at: number; readonly limited: boolean }>
   /** Open Socket Mode connections. */
   readonly connections: () => number
@@ -102,7 +103,7 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
   const posts: Array<Posted> = []
   const postWatchers = new Set<(p: Posted) => void>()
   const times = new Map<string, Array<{ at: number; limited: boolean }>>()
-  const limits = new Map<string, { times: number; retryAfter: number; skip: number }>()
+  const limits = new Map<string, { times: number; retryAfter: number; skip: number; channel: string | undefined }>()
   const tickets = new Set<string>()
   const sockets = new Set<WebSocket>()
   const acks = new Set<string>()
@@ -123,7 +124,8 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
       times.set(method, calls)
       const call = { at: performance.now(), limited: false }
       calls.push(call)
-      const limit = limits.get(method)
+      const configured = limits.get(method)
+      const limit = configured?.channel === undefined || configured.channel === params["channel"] ? configured : undefined
       if (limit !== undefined && limit.skip > 0) limit.skip -= 1
       else if (limit !== undefined && limit.times > 0) {
         limit.times -= 1
@@ -246,7 +248,7 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
         postWatchers.add(watch)
       }),
     calls: (method) => times.get(method)?.length ?? 0,
-    rateLimitNext: (method, n, retryAfter, skip = 0) => void limits.set(method, { times: n, retryAfter, skip }),
+    rateLimitNext: (method, n, retryAfter, skip = 0, channel) => void limits.set(method, { times: n, retryAfter, skip, channel }),
     callTimes: (method) => times.get(method) ?? [],
     connections: () => [...sockets].filter((s) => s.readyState === s.OPEN).length,
     dropSockets: () => {

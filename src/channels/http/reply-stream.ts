@@ -30,12 +30,16 @@ export interface ReplyStreamOptions {
 }
 
 /**
- * The client's replies after `after`, up to `limit`. With `audioUrl`, a reply whose audio is
- * stored (a spoken reply, src/speech) carries `audio`, the URL that serves it.
+ * The client's replies after `after`, up to `limit`, up to the first one the outbox has not begun
+ * to send (it is listed once its send begins: a spoken reply's audio is stored by then, and a
+ * client that moves its cursor past a reply never misses what comes with it). With `audioUrl`, a
+ * reply whose audio is stored (a spoken reply, src/speech) carries `audio`, the URL that serves it.
  */
 export const repliesAfter = (deliveries: DeliveryStore.Service, conversationId: ConversationId, client: string, after: number, limit: number, audioUrl?: (replyId: number) => string) =>
   Effect.gen(function* () {
-    const ds = yield* deliveries.ofClient({ conversationId, client, after, limit })
+    const recorded = yield* deliveries.ofClient({ conversationId, client, after, limit })
+    const unsent = recorded.findIndex((d) => d.status === "pending" && d.attempts === 0)
+    const ds = unsent === -1 ? recorded : recorded.slice(0, unsent)
     if (audioUrl === undefined) return ds.map((d) => replyOf(d))
     const spoken = yield* deliveries.audioFormats(ds.filter((d) => d.kind === "reply").map((d) => d.idempotencyKey))
     return ds.map((d) => replyOf(d, spoken.has(d.idempotencyKey) ? audioUrl(d.id) : undefined))
