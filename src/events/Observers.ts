@@ -1,6 +1,6 @@
 /**
  * Observers read the event bus. Each gets every event in order through a bounded queue of its
- * own: a pump fiber moves what the bus publishes onto that queue (never waiting: a full queue
+ * own: the bus puts each event on that queue as it is published (never waiting: a full queue
  * drops the event and counts it), and a consumer fiber hands what is queued to the observer. A
  * slow observer therefore loses events, a failing one loses the events it failed on, and neither
  * slows or fails anything that publishes.
@@ -10,8 +10,6 @@ import { HostConfig } from "../config/HostConfig.js"
 import { EventBus } from "./EventBus.js"
 import type { HostEvent } from "./HostEvent.js"
 
-/** Most events one pump step moves. */
-const BATCH = 512
 /** Resumes after the event loop's current turn: whatever is ready to run (microtasks, fibers, I/O callbacks) runs first. */
 const nextLoopTurn = Effect.async<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
@@ -76,11 +74,9 @@ export class Observers extends Context.Tag("pynchy/Observers")<Observers, Observ
         const queue = yield* Queue.dropping<HostEvent>(observer.capacity ?? capacity)
         const counts = { handled: 0, dropped: 0, failed: 0, queue }
         counters.set(observer.name, counts)
-        const subscription = yield* bus.subscribe
-        const offer = (events: Chunk.Chunk<HostEvent>) =>
-          Effect.sync(() => {
-            for (const e of events) if (!queue.unsafeOffer(e)) counts.dropped++
-          })
+        yield* bus.attach((event) => {
+          if (!queue.unsafeOffer(event)) counts.dropped++
+        })
         const handle = (events: Chunk.Chunk<HostEvent>) => {
           const batch = Chunk.toReadonlyArray(events)
           return observer.handle(batch).pipe(
@@ -97,7 +93,6 @@ export class Observers extends Context.Tag("pynchy/Observers")<Observers, Observ
             })
           )
         }
-        const pump = yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.takeBetween(subscription, 1, BATCH), offer)))
         // Taking is interruptible; a batch once taken is handled to the end (an observer that may
         // hang makes its own `handle` interruptible), a deferred one's wait for the next loop turn included.
         const next = (restore: <A>(e: Effect.Effect<A>) => Effect.Effect<A>) => observer.deferred !== true
@@ -107,9 +102,7 @@ export class Observers extends Context.Tag("pynchy/Observers")<Observers, Observ
         const consumer = yield* Effect.forkScoped(Effect.forever(Effect.uninterruptibleMask((restore) => Effect.flatMap(next(restore), handle))))
         yield* Effect.addFinalizer(() =>
           Effect.gen(function* () {
-            yield* Fiber.interrupt(pump)
             yield* Fiber.interrupt(consumer)
-            yield* offer(yield* Queue.takeAll(subscription))
             const drain: Effect.Effect<void> = Effect.flatMap(Queue.takeUpTo(queue, observer.maxBatch), (batch) => (Chunk.isEmpty(batch) ? Effect.void : Effect.zipRight(handle(batch), drain)))
             yield* drain.pipe(Effect.interruptible, Effect.timeout(FLUSH_TIMEOUT), Effect.ignore)
             counters.delete(observer.name)
