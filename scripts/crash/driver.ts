@@ -2,7 +2,7 @@
  * Crash drill: runs the host as a real child process (scripted executor, recording channel),
  * streams messages into its database through the same client path as `pynchy send`, kills it
  * with SIGKILL at random points, restarts it, and finally checks that nothing was lost and
- * nothing was duplicated. `npx tsx scripts/crash/driver.ts --kills 200 [--non-idempotent] [--sandbox] [--schedule]`.
+ * nothing was duplicated. `npx tsx scripts/crash/driver.ts --kills 200 [--non-idempotent] [--sandbox] [--schedule] [--hosts 3]`.
  *
  * With `--sandbox`, every restart also meets what a hostile agent could have left in the folders
  * it can write: forged liveness records naming a bystander process, a FIFO and a link as skills,
@@ -14,6 +14,12 @@
  * settles its runs in the same transaction); at the end every run not skipped is `delivered` by
  * the completed turn that answered its message, and no due time has two runs' messages.
  *
+ * With `hosts` > 1 (`--hosts 3`), the hosts are a cluster on one Postgres (a scratch one from the
+ * CLI): each has its own data dir, they share the recording "platform" file, every cycle kills
+ * one of them at random (the others keep running, and the connection's shard moves to a
+ * survivor after its lock expires), messages go in through a live host's client, and the same
+ * checks run on the Postgres database.
+ *
  * The history check then rebuilds, for a sample of turns, the history the host would send
  * (the same paged reads as the context service): every earlier user message once, in order, and
  * every delivered reply at most once, never one that was not sent.
@@ -23,15 +29,19 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { createRequire } from "node:module"
-import { Effect, Logger, LogLevel, ManagedRuntime, Layer } from "effect"
+import * as net from "node:net"
+import { ConfigProvider, Effect, Logger, LogLevel, ManagedRuntime, Layer, Redacted } from "effect"
 import { HostConfig } from "../../src/config/HostConfig.js"
+import type { SqlClient } from "@effect/sql"
 import * as Database from "../../src/db/Database.js"
+import type { Transactions } from "../../src/db/Transactions.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
 import { ContextStore, type TimelineEntry } from "../../src/db/ContextStore.js"
 import { ConversationId } from "../../src/domain/ids.js"
 import { timeline } from "../../src/pipeline/timeline.js"
 import { makeClient } from "../../layers/stack.js"
 import { processId } from "../../src/sandbox/runtimes/procinfo.js"
+import { startScratchPostgres } from "../../test/support/postgres.js"
 
 const BIN = path.resolve(import.meta.dirname, "../../bin/pynchy.js")
 
@@ -52,6 +62,10 @@ export interface DrillOptions {
   /** An every-second workspace schedule runs alongside the messages (see the header). */
   readonly schedule?: boolean
   readonly log?: (line: string) => void
+  /** Hosts that run at once: more than one needs `databaseUrl` (a cluster on Postgres). */
+  readonly hosts?: number
+  /** The Postgres database every host and check uses; none: the SQLite file of the one host. */
+  readonly databaseUrl?: string
 }
 
 /** What the database looked like right after a kill: which crash windows the kill landed in. */
@@ -64,6 +78,8 @@ export interface WindowCounts {
   calledNotMarked: number
   /** A scheduled run was open: queued, its message waiting for or held by a turn that had not ended. */
   scheduledRunOpen: number
+  /** Several hosts: the host killed held the connection, so it had to move to a survivor. */
+  holderKilled: number
 }
 
 export interface DrillReport {
@@ -77,14 +93,44 @@ export interface DrillReport {
   readonly historyTurns: number
 }
 
+/** The checks' read-only queries, on the SQLite file or the shared Postgres (`?` placeholders, quoted camelCase aliases). */
 interface Db {
-  prepare(sql: string): { all(...a: Array<unknown>): Array<Record<string, unknown>>; get(...a: Array<unknown>): Record<string, unknown> | undefined }
-  close(): void
+  readonly all: (sql: string, ...params: Array<unknown>) => Promise<Array<Record<string, unknown>>>
+  readonly close: () => Promise<void>
 }
-const openDb = (file: string): Db => {
-  const Sqlite = createRequire(import.meta.url)("better-sqlite3") as new (f: string, o?: object) => Db
-  return new Sqlite(file, { readonly: true })
+interface PgClient {
+  connect(): Promise<void>
+  query(sql: string, params: Array<unknown>): Promise<{ rows: Array<Record<string, unknown>> }>
+  end(): Promise<void>
 }
+const openDb = async (target: { readonly file: string } | { readonly url: string }): Promise<Db> => {
+  const require = createRequire(import.meta.url)
+  if ("file" in target) {
+    type Sqlite = { prepare(sql: string): { all(...a: Array<unknown>): Array<Record<string, unknown>> }; close(): void }
+    const db = new (require("better-sqlite3") as new (f: string, o?: object) => Sqlite)(target.file, { readonly: true })
+    return { all: (sql, ...params) => Promise.resolve(db.prepare(sql).all(...params)), close: () => Promise.resolve(db.close()) }
+  }
+  const client = new (require("pg") as { Client: new (o: { connectionString: string }) => PgClient }).Client({ connectionString: target.url })
+  await client.connect()
+  return {
+    all: (sql, ...params) => {
+      let n = 0
+      return client.query(sql.replace(/\?/g, () => `$${++n}`), params).then((r) => r.rows)
+    },
+    close: () => client.end()
+  }
+}
+const one = async (db: Db, sql: string, ...params: Array<unknown>) => (await db.all(sql, ...params))[0]!
+
+/** A free TCP port on 127.0.0.1. */
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+    server.once("error", reject)
+  })
 
 const rng = (seed: number) => () => {
   seed = (seed * 1664525 + 1013904223) % 4294967296
@@ -99,11 +145,14 @@ const within = <A>(what: string, ms: number, promise: Promise<A>): Promise<A> =>
     promise.then((a) => { clearTimeout(timer); resolve(a) }, (e) => { clearTimeout(timer); reject(e) })
   })
 
-const startHost = (dir: string, log: (l: string) => void, executor: "scripted" | "sandbox") =>
+const startHost = (dir: string, executor: "scripted" | "sandbox", databaseUrl: string | undefined) =>
   new Promise<ChildProcess>((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, "start"], {
       cwd: dir,
-      env: { PATH: process.env.PATH ?? "", PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), PYNCHY_EXECUTOR: executor, PYNCHY_SCRIPTED_DELAY_MS: "4", PYNCHY_LOG_LEVEL: "info" },
+      env: {
+        PATH: process.env.PATH ?? "", PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), PYNCHY_EXECUTOR: executor, PYNCHY_SCRIPTED_DELAY_MS: "4", PYNCHY_LOG_LEVEL: "info",
+        ...(databaseUrl !== undefined ? { PYNCHY_DATABASE_URL: databaseUrl } : {})
+      },
       stdio: ["ignore", "ignore", "pipe"]
     })
     let err = ""
@@ -125,7 +174,6 @@ const startHost = (dir: string, log: (l: string) => void, executor: "scripted" |
       if (!err.includes(" ready ")) reject(new Error(`host exited ${code} before ready:\n${err.slice(-2000)}`))
     })
     child.once("error", reject)
-    void log
   })
 
 /** What a hostile agent leaves behind for the next host start (see the header). */
@@ -168,106 +216,143 @@ const stopGently = (child: ChildProcess) =>
 export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport> => {
   const log = options.log ?? (() => {})
   const random = rng(options.seed ?? 42)
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-crash-"))
+  const hosts = options.hosts ?? 1
+  const url = options.databaseUrl
+  if (hosts > 1 && url === undefined) throw new Error("crash drill: several hosts need a Postgres databaseUrl")
+  if (hosts > 1 && options.sandbox === true) throw new Error("crash drill: the sandbox traps are planted for one host")
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-crash-"))
+  const dirs = hosts === 1 ? [root] : Array.from({ length: hosts }, (_, i) => path.join(root, `host-${i}`))
+  const clusterPorts = hosts === 1 ? [] : await Promise.all(dirs.map(() => freePort()))
+  const channelFile = path.join(root, "sent.jsonl")
   const writeConfig = (schedule: boolean) =>
-    fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
-      `dataDir: ${dir}`,
-      `workspaces: [{ id: main${options.sandbox ? ", agentCore: scripted" : ""}${schedule ? ", schedule: '* * * * * *', scheduledPrompt: tick, deliverTo: 'test:sched'" : ""} }]`,
-      "routes: [{ connection: test, place: '*', workspace: main }]",
-      `connections: { test: { kind: recording, file: sent.jsonl, idempotent: ${options.idempotent}, delayMs: 3 } }`,
-      "limits: { maxConcurrentTurns: 3, maxTurnAttempts: 1000, retryBaseMs: 1 }"
-    ].join("\n") + "\n")
+    dirs.forEach((dir, i) => {
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+      fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
+        `dataDir: ${dir}`,
+        `workspaces: [{ id: main${options.sandbox ? ", agentCore: scripted" : ""}${schedule ? ", schedule: '* * * * * *', scheduledPrompt: tick, deliverTo: 'test:sched'" : ""} }]`,
+        "routes: [{ connection: test, place: '*', workspace: main }]",
+        `connections: { test: { kind: recording, file: ${channelFile}, idempotent: ${options.idempotent}, delayMs: 3 } }`,
+        "limits: { maxConcurrentTurns: 3, maxTurnAttempts: 1000, retryBaseMs: 1 }",
+        ...(hosts === 1 ? [] : [`cluster: { host: 127.0.0.1, port: ${clusterPorts[i]}, shardLockExpirationMs: 3000, shardLockRefreshMs: 1000, refreshAssignmentsMs: 500, shards: 30 }`])
+      ].join("\n") + "\n")
+    })
   writeConfig(options.schedule === true)
-  const dbFile = path.join(dir, "pynchy.db")
+  const target = url !== undefined ? { url } : { file: path.join(root, "pynchy.db") }
 
-  // The driver writes into the host's database the way `pynchy send` does.
-  process.env.PYNCHY_CONFIG = path.join(dir, "pynchy.yaml")
-  const client = ManagedRuntime.make(
-    makeClient({ config: HostConfig.layer, database: Database.layer }).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
-  )
+  // The driver writes into the database the way `pynchy send` does on a host's machine (its wake
+  // goes to that host): one client per host, each reading that host's config.
+  const clients = dirs.map((dir) => {
+    const env = new Map([["PYNCHY_CONFIG", path.join(dir, "pynchy.yaml")], ...(url !== undefined ? [["PYNCHY_DATABASE_URL", url] as [string, string]] : [])])
+    return ManagedRuntime.make(
+      makeClient({ config: HostConfig.layer.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(env)))), database: Database.layer }).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
+    )
+  })
+  const running: Array<ChildProcess | undefined> = dirs.map(() => undefined)
+  const isUp = (c: ChildProcess | undefined): c is ChildProcess => c !== undefined && c.exitCode === null && c.signalCode === null
+  const executor = options.sandbox ? "sandbox" : "scripted"
+  const startAll = () => Promise.all(dirs.map(async (dir, i) => {
+    if (!isUp(running[i])) running[i] = await startHost(dir, executor, url)
+  }))
   let sent = 0
-  const send = (n: number) =>
-    client.runPromise(
+  const send = (n: number) => {
+    // Through a live host's client (any, before the first start): the one host's, or one picked at random.
+    const live = running.flatMap((c, i) => (isUp(c) ? [i] : []))
+    const pick = live.length === 0 ? 0 : live[Math.floor(random() * live.length)]!
+    return clients[pick]!.runPromise(
       Effect.flatMap(Ingest, (ingest) =>
         Effect.forEach(Array.from({ length: n }, () => sent++), (i) =>
           ingest.ingest({ connection: "test", place: `p${i % 7}`, providerEventId: `ev${i}`, sender: "driver", text: `m${i}` })))
     )
+  }
 
-  const windows: WindowCounts = { claimedNotFinished: 0, writtenNotCalled: 0, calledNotMarked: 0, scheduledRunOpen: 0 }
+  // The first messages create the database (and, on SQLite, its file) that the checks read.
+  const db = await within("first ingest", 60_000, send(5)).then(() => openDb(target)).catch(async (e: unknown) => {
+    await Promise.all(clients.map((c) => c.dispose()))
+    throw e
+  })
+  const windows: WindowCounts = { claimedNotFinished: 0, writtenNotCalled: 0, calledNotMarked: 0, scheduledRunOpen: 0, holderKilled: 0 }
   const killProblems: Array<string> = []
   let kills = 0
   const bystander = options.sandbox ? spawn("sleep", ["3600"], { stdio: "ignore" }) : undefined
   const trapProblems: Array<string> = []
   try {
-    await within("first ingest", 60_000, send(5))
     const maxKills = Math.max(options.kills, options.maxKills ?? options.kills)
     const hitAll = () => (options.require ?? []).every((w) => windows[w] > 0)
     for (let k = 0; k < maxKills && (k < options.kills || !hitAll()); k++) {
       kills = k + 1
-      const host = await startHost(dir, log, options.sandbox ? "sandbox" : "scripted")
+      await within(`start of cycle ${k + 1}`, 120_000, startAll())
+      const victim = Math.floor(random() * hosts)
       const feeding = (async () => {
         for (let b = 0; b < 3; b++) {
           await send(1 + Math.floor(random() * 3))
           await sleep(random() * 15)
         }
       })()
-      // A schedule's catch-up run fires some milliseconds after ready: its hosts live a little longer.
-      await sleep(random() * (options.schedule === true ? 400 : 60))
-      await within("kill -9", 10_000, killHard(host))
+      // A schedule's catch-up run fires some milliseconds after ready, and a cluster's turns wait
+      // for the connection's shard: their hosts live a little longer.
+      await sleep(random() * (options.schedule === true || hosts > 1 ? 400 : 60))
+      if (hosts > 1) {
+        const holder = await one(db, "SELECT runner FROM cluster_connections WHERE connection = 'test'").catch(() => undefined)
+        if (holder?.runner === `127.0.0.1:${clusterPorts[victim]}`) windows.holderKilled++
+      }
+      await within("kill -9", 10_000, killHard(running[victim]!))
       await within(`ingest while cycle ${k + 1} ran`, 60_000, feeding)
-      const db = openDb(dbFile)
-      const active = db.prepare("SELECT COUNT(*) AS n FROM turns t WHERE t.status = 'running' AND EXISTS (SELECT 1 FROM delivery_claims c WHERE c.turn_id = t.id)").get()!
-      const notCalled = db.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts = 0").get()!
-      const notMarked = db.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts > 0").get()!
-      const scheduledOpen = db.prepare("SELECT COUNT(*) AS n FROM task_runs WHERE outcome = 'queued'").get()!
-      const behindFinished = db.prepare(`SELECT r.due_at AS due, t.id AS turn, t.status FROM task_runs r JOIN messages m ON m.id = r.message_id
-        JOIN turns t ON t.id = m.handled_by WHERE r.outcome = 'queued'`).all()
-      db.close()
+      const active = await one(db, "SELECT COUNT(*) AS n FROM turns t WHERE t.status = 'running' AND EXISTS (SELECT 1 FROM delivery_claims c WHERE c.turn_id = t.id)")
+      const notCalled = await one(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts = 0")
+      const notMarked = await one(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts > 0")
+      const scheduledOpen = await one(db, "SELECT COUNT(*) AS n FROM task_runs WHERE outcome = 'queued'")
+      const behindFinished = await db.all(`SELECT r.due_at AS due, t.id AS turn, t.status FROM task_runs r JOIN messages m ON m.id = r.message_id
+        JOIN turns t ON t.id = m.handled_by WHERE r.outcome = 'queued'`)
       if (Number(scheduledOpen.n) > behindFinished.length) windows.scheduledRunOpen++
       for (const b of behindFinished) killProblems.push(`after kill ${k + 1}: the run due ${b.due} is queued behind turn ${b.turn}, ${b.status}`)
       if (Number(active.n) > 0) windows.claimedNotFinished++
       if (Number(notCalled.n) > 0) windows.writtenNotCalled++
       if (Number(notMarked.n) > 0) windows.calledNotMarked++
-      if (bystander !== undefined) plantTraps(dir, bystander)
-      log(`kill ${k + 1}/${options.kills}+: ${sent} messages so far`)
+      if (bystander !== undefined) plantTraps(root, bystander)
+      log(`kill ${k + 1}/${options.kills}+${hosts > 1 ? ` (host ${victim})` : ""}: ${sent} messages so far`)
     }
 
     // The last run is not killed: it must finish everything that is left (no new due times: the schedule is removed).
     if (options.schedule === true) writeConfig(false)
-    const host = await startHost(dir, log, options.sandbox ? "sandbox" : "scripted")
+    await within("the last start", 120_000, startAll())
     // Turns run after the last traps were planted, so the host meets them once more.
     if (bystander !== undefined) await within("ingest after the last restart", 60_000, send(3))
     const deadline = Date.now() + 120_000
     while (Date.now() < deadline) {
-      const db = openDb(dbFile)
-      const open = db.prepare(`SELECT
+      const open = await one(db, `SELECT
           (SELECT COUNT(*) FROM messages WHERE direction = 'in' AND handled_by IS NULL) +
-          (SELECT COUNT(*) FROM deliveries WHERE status = 'pending') AS n`).get()!
-      db.close()
+          (SELECT COUNT(*) FROM deliveries WHERE status = 'pending') AS n`)
       if (Number(open.n) === 0) break
       await sleep(50)
     }
-    const code = await stopGently(host)
-    if (code !== 0) log(`final host exited with ${code}`)
+    const codes = await Promise.all(running.map((c) => (isUp(c) ? stopGently(c) : Promise.resolve(0))))
+    for (const code of codes) if (code !== 0) log(`a final host exited with ${code}`)
     if (bystander !== undefined) {
       if (bystander.exitCode !== null || bystander.signalCode !== null) trapProblems.push(`a forged liveness record got the bystander killed (${bystander.signalCode})`)
-      for (const file of setidFiles(path.join(dir, "workspaces"))) trapProblems.push(`${file} kept its setuid/setgid bit`)
+      for (const file of setidFiles(path.join(root, "workspaces"))) trapProblems.push(`${file} kept its setuid/setgid bit`)
     }
+  } catch (e) {
+    await db.close()
+    throw e
   } finally {
     bystander?.kill("SIGKILL")
-    await client.dispose()
+    for (const c of running) if (isUp(c)) c.kill("SIGKILL")
+    await Promise.all(clients.map((c) => c.dispose()))
   }
-  const report = verify(dbFile, path.join(dir, "sent.jsonl"), options.idempotent, sent)
-  const history = await verifyHistory(dbFile)
-  const scheduled = options.schedule === true ? verifySchedule(dbFile) : []
-  return { ...report, problems: [...report.problems, ...killProblems, ...scheduled, ...trapProblems, ...history.problems], historyTurns: history.turns, windows, kills }
+  try {
+    const report = await verify(db, channelFile, options.idempotent, sent)
+    const history = await verifyHistory(db, url !== undefined ? Database.layerPostgres(Redacted.make(url)) : Database.layerFile(path.join(root, "pynchy.db")))
+    const scheduled = options.schedule === true ? await verifySchedule(db) : []
+    return { ...report, problems: [...report.problems, ...killProblems, ...scheduled, ...trapProblems, ...history.problems], historyTurns: history.turns, windows, kills }
+  } finally {
+    await db.close()
+  }
 }
 
 /** The invariants: every message handled by exactly one completed turn; every reply sent once. */
-const verify = (dbFile: string, channelFile: string, idempotent: boolean, sent: number) => {
+const verify = async (db: Db, channelFile: string, idempotent: boolean, sent: number) => {
   const problems: Array<string> = []
-  const db = openDb(dbFile)
-  const all = db.prepare(`SELECT m.id, m.text, m.sender, m.handled_by AS turn, t.status FROM messages m LEFT JOIN turns t ON t.id = m.handled_by WHERE m.direction = 'in'`).all()
+  const all = (await db.all(`SELECT m.id, m.text, m.sender, m.handled_by AS turn, t.status FROM messages m LEFT JOIN turns t ON t.id = m.handled_by WHERE m.direction = 'in'`))
   for (const m of all) {
     if (m.turn === null) problems.push(`message ${m.id} was never handled`)
     else if (m.status !== "completed") problems.push(`message ${m.id} handled by turn ${m.turn} in status ${m.status}`)
@@ -275,9 +360,9 @@ const verify = (dbFile: string, channelFile: string, idempotent: boolean, sent: 
   // The driver's own messages (a schedule's are checked by verifySchedule).
   const inbound = all.filter((m) => m.sender === "driver")
   if (inbound.length !== sent) problems.push(`${sent} messages sent, ${inbound.length} stored`)
-  const leftovers = db.prepare(`SELECT (SELECT COUNT(*) FROM delivery_claims) AS claims, (SELECT COUNT(*) FROM turns WHERE status IN ('queued','running','interrupted')) AS active`).get()!
+  const leftovers = await one(db, `SELECT (SELECT COUNT(*) FROM delivery_claims) AS claims, (SELECT COUNT(*) FROM turns WHERE status IN ('queued','running','interrupted')) AS active`)
   if (Number(leftovers.claims) !== 0 || Number(leftovers.active) !== 0) problems.push(`left over: ${leftovers.claims} claims, ${leftovers.active} active turns`)
-  const replies = db.prepare(`SELECT text, status, idempotency_key AS key FROM deliveries WHERE kind = 'reply'`).all()
+  const replies = (await db.all(`SELECT text, status, idempotency_key AS key FROM deliveries WHERE kind = 'reply'`))
   const byText = new Map<string, Array<Record<string, unknown>>>()
   for (const r of replies) byText.set(String(r.text), [...(byText.get(String(r.text)) ?? []), r])
   for (const m of inbound) {
@@ -286,10 +371,9 @@ const verify = (dbFile: string, channelFile: string, idempotent: boolean, sent: 
     else if (idempotent && rs[0]!.status !== "sent") problems.push(`reply to ${m.text} ended ${rs[0]!.status}`)
     else if (!idempotent && rs[0]!.status !== "sent" && rs[0]!.status !== "unknown") problems.push(`reply to ${m.text} ended ${rs[0]!.status}`)
   }
-  const deliveries = Object.fromEntries(db.prepare("SELECT status, COUNT(*) AS n FROM deliveries GROUP BY status").all().map((r) => [String(r.status), Number(r.n)]))
-  const sentKeys = new Set(db.prepare("SELECT idempotency_key AS key FROM deliveries WHERE status = 'sent'").all().map((r) => String(r.key)))
-  const unknownKeys = new Set(db.prepare("SELECT idempotency_key AS key FROM deliveries WHERE status = 'unknown'").all().map((r) => String(r.key)))
-  db.close()
+  const deliveries = Object.fromEntries((await db.all("SELECT status, COUNT(*) AS n FROM deliveries GROUP BY status")).map((r) => [String(r.status), Number(r.n)]))
+  const sentKeys = new Set((await db.all("SELECT idempotency_key AS key FROM deliveries WHERE status = 'sent'")).map((r) => String(r.key)))
+  const unknownKeys = new Set((await db.all("SELECT idempotency_key AS key FROM deliveries WHERE status = 'unknown'")).map((r) => String(r.key)))
   const lines = fs.existsSync(channelFile) ? fs.readFileSync(channelFile, "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as { key: string }) : []
   const counts = new Map<string, number>()
   for (const l of lines) counts.set(l.key, (counts.get(l.key) ?? 0) + 1)
@@ -300,19 +384,17 @@ const verify = (dbFile: string, channelFile: string, idempotent: boolean, sent: 
 }
 
 /** Scheduled runs: none left queued, each not skipped delivered by the completed turn that answered its one message. */
-const verifySchedule = (dbFile: string) => {
+const verifySchedule = async (db: Db) => {
   const problems: Array<string> = []
-  const db = openDb(dbFile)
-  const runs = db.prepare(`SELECT r.due_at AS due, r.outcome, r.turn_id AS turn, m.handled_by AS handledBy, t.status, m.metadata
-    FROM task_runs r LEFT JOIN messages m ON m.id = r.message_id LEFT JOIN turns t ON t.id = m.handled_by WHERE r.outcome <> 'skipped'`).all()
-  const messages = db.prepare("SELECT COUNT(*) AS n FROM messages WHERE sender = 'schedule'").get()!
-  db.close()
+  const runs = (await db.all(`SELECT r.due_at AS due, r.outcome, r.turn_id AS turn, m.handled_by AS "handledBy", t.status, m.metadata
+    FROM task_runs r LEFT JOIN messages m ON m.id = r.message_id LEFT JOIN turns t ON t.id = m.handled_by WHERE r.outcome <> 'skipped'`))
+  const messages = await one(db, "SELECT COUNT(*) AS n FROM messages WHERE sender = 'schedule'")
   if (runs.length === 0) problems.push("no scheduled run ran")
   if (Number(messages.n) !== runs.length) problems.push(`${runs.length} scheduled runs, ${messages.n} scheduled messages`)
   for (const r of runs) {
     if (r.outcome !== "delivered") problems.push(`the run due ${r.due} ended ${r.outcome}`)
-    else if (r.turn === null || r.turn !== r.handledBy || r.status !== "completed") problems.push(`the run due ${r.due} is settled by turn ${r.turn}, its message handled by ${r.handledBy} (${r.status})`)
-    else if ((JSON.parse(String(r.metadata)) as { dueAt: number }).dueAt !== r.due) problems.push(`the run due ${r.due} has another due time's message`)
+    else if (r.turn === null || String(r.turn) !== String(r.handledBy) || r.status !== "completed") problems.push(`the run due ${r.due} is settled by turn ${r.turn}, its message handled by ${r.handledBy} (${r.status})`)
+    else if ((typeof r.metadata === "string" ? JSON.parse(r.metadata) as { dueAt: number } : r.metadata as { dueAt: number }).dueAt !== Number(r.due)) problems.push(`the run due ${r.due} has another due time's message`)
   }
   return problems
 }
@@ -322,17 +404,16 @@ const verifySchedule = (dbFile: string) => {
  * (no budget, no summary) holds every earlier inbound message of the conversation exactly once
  * and in order, and replies only as sent deliveries, each at most once, after the message it answers.
  */
-const verifyHistory = async (dbFile: string) => {
+const verifyHistory = async (db: Db, database: Layer.Layer<SqlClient.SqlClient | Transactions, unknown>) => {
   const problems: Array<string> = []
-  const db = openDb(dbFile)
   // A schedule's conversation repeats its prompt and reply by design: the driver's conversations are checked.
-  const all = db.prepare(`SELECT t.id, t.conversation_id AS conv, MIN(m.id) AS first FROM turns t JOIN messages m ON m.handled_by = t.id
-    WHERE t.status = 'completed' AND t.conversation_id <> 'test:sched' GROUP BY t.id ORDER BY t.id`).all()
+  const all = (await db.all(`SELECT t.id, t.conversation_id AS conv, MIN(m.id) AS first FROM turns t JOIN messages m ON m.handled_by = t.id
+    WHERE t.status = 'completed' AND t.conversation_id <> 'test:sched' GROUP BY t.id ORDER BY t.id`))
   const step = Math.max(1, Math.floor(all.length / 40))
   const sample = all.filter((_, i) => i % step === 0)
-  const expected = (conv: string, first: number) => db.prepare(`SELECT id, text FROM messages WHERE conversation_id = ? AND direction = 'in' AND id < ? ORDER BY id`).all(conv, first)
-  const sentReplies = new Set(db.prepare(`SELECT id FROM deliveries WHERE kind = 'reply' AND status = 'sent'`).all().map((r) => Number(r.id)))
-  const runtime = ManagedRuntime.make(ContextStore.layer.pipe(Layer.provide(Database.layerFile(dbFile)), Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))))
+  const expected = (conv: string, first: number) => db.all(`SELECT id, text FROM messages WHERE conversation_id = ? AND direction = 'in' AND id < ? ORDER BY id`, conv, first)
+  const sentReplies = new Set((await db.all(`SELECT id FROM deliveries WHERE kind = 'reply' AND status = 'sent'`)).map((r) => Number(r.id)))
+  const runtime = ManagedRuntime.make(ContextStore.layer.pipe(Layer.provide(database), Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))))
   try {
     for (const t of sample) {
       const conversationId = ConversationId.make(String(t.conv))
@@ -347,7 +428,7 @@ const verifyHistory = async (dbFile: string) => {
         }
       }))
       const users = entries.filter((e) => e.role === "user")
-      const want = expected(String(t.conv), Number(t.first))
+      const want = await expected(String(t.conv), Number(t.first))
       if (users.map((u) => u.id).join(",") !== want.map((w) => Number(w.id)).join(",")) {
         problems.push(`turn ${t.id}: history holds user messages [${users.map((u) => u.id).join(",")}], expected [${want.map((w) => w.id).join(",")}]`)
       }
@@ -363,15 +444,28 @@ const verifyHistory = async (dbFile: string) => {
     }
   } finally {
     await runtime.dispose()
-    db.close()
-  }
+    }
   return { problems, turns: sample.length }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const arg = (name: string) => process.argv.indexOf(name)
   const kills = arg("--kills") > 0 ? Number(process.argv[arg("--kills") + 1]) : 100
-  const report = await runCrashDrill({ kills, idempotent: arg("--non-idempotent") < 0, sandbox: arg("--sandbox") > 0, schedule: arg("--schedule") > 0, seed: Date.now() % 100000, log: (l) => process.stderr.write(l + "\n") })
-  console.log(JSON.stringify(report, null, 2))
-  process.exit(report.problems.length === 0 ? 0 : 1)
+  const hosts = arg("--hosts") > 0 ? Number(process.argv[arg("--hosts") + 1]) : 1
+  // Several hosts: PYNCHY_DATABASE_URL's database, else a scratch Postgres for the drill's length.
+  const scratch = hosts > 1 && process.env.PYNCHY_DATABASE_URL === undefined ? startScratchPostgres() : undefined
+  const databaseUrl = hosts > 1 ? process.env.PYNCHY_DATABASE_URL ?? scratch!.createDatabase() : undefined
+  let code = 1
+  try {
+    const report = await runCrashDrill({
+      kills, hosts, ...(databaseUrl !== undefined ? { databaseUrl } : {}),
+      idempotent: arg("--non-idempotent") < 0, sandbox: arg("--sandbox") > 0, schedule: arg("--schedule") > 0, seed: Date.now() % 100000,
+      log: (l) => process.stderr.write(l + "\n")
+    })
+    console.log(JSON.stringify(report, null, 2))
+    code = report.problems.length === 0 ? 0 : 1
+  } finally {
+    scratch?.stop()
+  }
+  process.exit(code)
 }
