@@ -94,7 +94,7 @@ export interface DrillReport {
 }
 
 /** The checks' read-only queries, on the SQLite file or the shared Postgres (`?` placeholders, quoted camelCase aliases). */
-interface Db {
+export interface Db {
   readonly all: (sql: string, ...params: Array<unknown>) => Promise<Array<Record<string, unknown>>>
   readonly close: () => Promise<void>
 }
@@ -103,7 +103,7 @@ interface PgClient {
   query(sql: string, params: Array<unknown>): Promise<{ rows: Array<Record<string, unknown>> }>
   end(): Promise<void>
 }
-const openDb = async (target: { readonly file: string } | { readonly url: string }): Promise<Db> => {
+export const openDb = async (target: { readonly file: string } | { readonly url: string }): Promise<Db> => {
   const require = createRequire(import.meta.url)
   if ("file" in target) {
     type Sqlite = { prepare(sql: string): { all(...a: Array<unknown>): Array<Record<string, unknown>> }; close(): void }
@@ -120,10 +120,10 @@ const openDb = async (target: { readonly file: string } | { readonly url: string
     close: () => client.end()
   }
 }
-const one = async (db: Db, sql: string, ...params: Array<unknown>) => (await db.all(sql, ...params))[0]!
+export const one = async (db: Db, sql: string, ...params: Array<unknown>) => (await db.all(sql, ...params))[0]!
 
 /** A free TCP port on 127.0.0.1. */
-const freePort = () =>
+export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const server = net.createServer().listen(0, "127.0.0.1", () => {
       const { port } = server.address() as net.AddressInfo
@@ -145,7 +145,26 @@ const within = <A>(what: string, ms: number, promise: Promise<A>): Promise<A> =>
     promise.then((a) => { clearTimeout(timer); resolve(a) }, (e) => { clearTimeout(timer); reject(e) })
   })
 
-const startHost = (dir: string, executor: "scripted" | "sandbox", databaseUrl: string | undefined) =>
+const LOCK_EXPIRATION_MS = 3000
+const ASSIGNMENTS_MS = 500
+
+/** A drill host's pynchy.yaml in `dir` (its data dir, made private): the recording connection `test`, and a cluster section when it has a port. */
+export const writeHostConfig = (dir: string, o: { readonly channelFile: string; readonly idempotent: boolean; readonly sandbox: boolean; readonly schedule: boolean; readonly clusterPort?: number }) => {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+  fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
+    `dataDir: ${dir}`,
+    `workspaces: [{ id: main${o.sandbox ? ", agentCore: scripted" : ""}${o.schedule ? ", schedule: '* * * * * *', scheduledPrompt: tick, deliverTo: 'test:sched'" : ""} }]`,
+    "routes: [{ connection: test, place: '*', workspace: main }]",
+    `connections: { test: { kind: recording, file: ${o.channelFile}, idempotent: ${o.idempotent}, delayMs: 3 } }`,
+    "limits: { maxConcurrentTurns: 3, maxTurnAttempts: 1000, retryBaseMs: 1 }",
+    ...(o.clusterPort === undefined ? [] : [`cluster: { host: 127.0.0.1, port: ${o.clusterPort}, shardLockExpirationMs: ${LOCK_EXPIRATION_MS}, shardLockRefreshMs: 1000, refreshAssignmentsMs: ${ASSIGNMENTS_MS}, shards: 30 }`])
+  ].join("\n") + "\n")
+}
+
+/** The drill's cluster timings (writeHostConfig): a dead holder's connection moves within about this bound (docs/deploy.md). */
+export const DRILL_FAILOVER_BOUND_MS = LOCK_EXPIRATION_MS + ASSIGNMENTS_MS + 1000
+
+export const startHost = (dir: string, executor: "scripted" | "sandbox", databaseUrl: string | undefined) =>
   new Promise<ChildProcess>((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, "start"], {
       cwd: dir,
@@ -200,14 +219,14 @@ const setidFiles = (root: string): Array<string> => {
     .map((e) => path.join(e.parentPath, e.name))
 }
 
-const killHard = (child: ChildProcess) =>
+export const killHard = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve()
     child.once("exit", () => resolve())
     child.kill("SIGKILL")
   })
 
-const stopGently = (child: ChildProcess) =>
+export const stopGently = (child: ChildProcess) =>
   new Promise<number | null>((resolve) => {
     child.once("exit", (code) => resolve(code))
     child.kill("SIGINT")
@@ -225,17 +244,7 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
   const clusterPorts = hosts === 1 ? [] : await Promise.all(dirs.map(() => freePort()))
   const channelFile = path.join(root, "sent.jsonl")
   const writeConfig = (schedule: boolean) =>
-    dirs.forEach((dir, i) => {
-      fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
-      fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
-        `dataDir: ${dir}`,
-        `workspaces: [{ id: main${options.sandbox ? ", agentCore: scripted" : ""}${schedule ? ", schedule: '* * * * * *', scheduledPrompt: tick, deliverTo: 'test:sched'" : ""} }]`,
-        "routes: [{ connection: test, place: '*', workspace: main }]",
-        `connections: { test: { kind: recording, file: ${channelFile}, idempotent: ${options.idempotent}, delayMs: 3 } }`,
-        "limits: { maxConcurrentTurns: 3, maxTurnAttempts: 1000, retryBaseMs: 1 }",
-        ...(hosts === 1 ? [] : [`cluster: { host: 127.0.0.1, port: ${clusterPorts[i]}, shardLockExpirationMs: 3000, shardLockRefreshMs: 1000, refreshAssignmentsMs: 500, shards: 30 }`])
-      ].join("\n") + "\n")
-    })
+    dirs.forEach((dir, i) => writeHostConfig(dir, { channelFile, idempotent: options.idempotent, sandbox: options.sandbox === true, schedule, ...(hosts > 1 ? { clusterPort: clusterPorts[i]! } : {}) }))
   writeConfig(options.schedule === true)
   const target = url !== undefined ? { url } : { file: path.join(root, "pynchy.db") }
 
