@@ -5,7 +5,7 @@
  */
 import { afterAll, assert, describe, it } from "vitest"
 import { Effect } from "effect"
-import { execFileSync, spawnSync } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { hashToken } from "../../src/channels/http/settings.js"
@@ -19,6 +19,8 @@ import { killAllHosts, startHost, stopHost } from "./host-process.js"
 const ENTRY = path.resolve(import.meta.dirname, "chat-entry.ts")
 const REPO = path.resolve(import.meta.dirname, "../..")
 const skip = skipWithout("tmux", "apt-get install tmux")
+/** Each test starts `pynchy chat` under tsx (and one a host) as real processes: under load, one start alone can take half a minute. */
+const PROCESS_TEST_TIMEOUT = 180_000
 
 const tmux = (...args: Array<string>) => execFileSync("tmux", args, { encoding: "utf8" })
 const pane = (name: string) => tmux("capture-pane", "-p", "-t", name)
@@ -35,7 +37,7 @@ const chatIn = (name: string, dir: string, env: Record<string, string>) => {
 }
 
 describe.skipIf(skip)("pynchy chat in a terminal", () => {
-  it("prompt, a visible status while the agent works, the reply, history, clean Ctrl-C", async () => {
+  it("prompt, a visible status while the agent works, the reply, history, clean Ctrl-C", { timeout: PROCESS_TEST_TIMEOUT }, async () => {
     const dir = tempDir()
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), `dataDir: ${dir}\n`)
     const name = `chat-${process.pid}`
@@ -70,7 +72,7 @@ describe.skipIf(skip)("pynchy chat in a terminal", () => {
 })
 
 describe.skipIf(skip)("pynchy chat streams a reply as it is written", () => {
-  it("streamed text appears before the reply is recorded, and the reply confirms or replaces it: shown once", async () => {
+  it("streamed text appears before the reply is recorded, and the reply confirms or replaces it: shown once", { timeout: PROCESS_TEST_TIMEOUT }, async () => {
     const dir = tempDir()
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), `dataDir: ${dir}\n`)
     const release = (text: string) => fs.writeFileSync(path.join(dir, `release-${text.replace(/[^A-Za-z0-9]/g, "_")}`), "")
@@ -104,22 +106,35 @@ describe.skipIf(skip)("pynchy chat streams a reply as it is written", () => {
 describe("pynchy chat without a terminal", () => {
   afterAll(killAllHosts)
 
+  /** `pynchy chat` to its end, without blocking this worker (a long synchronous wait starves vitest's own messages). */
   const run = (dir: string, args: Array<string>, input: string, env: Record<string, string> = {}) =>
-    spawnSync(process.execPath, ["--import", "tsx", ENTRY, "chat", ...args], {
-      cwd: REPO, input, encoding: "utf8", timeout: 60_000,
-      env: { ...cleanEnv(), PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), ...env }
+    new Promise<{ readonly status: number | null; readonly stdout: string; readonly stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, ["--import", "tsx", ENTRY, "chat", ...args], {
+        cwd: REPO,
+        env: { ...cleanEnv(), PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), ...env }
+      })
+      let stdout = ""
+      let stderr = ""
+      child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
+      child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
+      const timer = setTimeout(() => child.kill("SIGKILL"), PROCESS_TEST_TIMEOUT - 10_000)
+      child.on("close", (status) => {
+        clearTimeout(timer)
+        resolve({ status, stdout, stderr })
+      })
+      child.stdin.end(input)
     })
 
-  it("reads lines from stdin, prints the replies, and ends after the last answer", () => {
+  it("reads lines from stdin, prints the replies, and ends after the last answer", { timeout: PROCESS_TEST_TIMEOUT }, async () => {
     const dir = tempDir()
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), `dataDir: ${dir}\n`)
-    const r = run(dir, [], "one\ntwo\n")
+    const r = await run(dir, [], "one\ntwo\n")
     assert.strictEqual(r.status, 0, r.stderr)
     assert.include(r.stdout, "pynchy› echo: one")
     assert.include(r.stdout, "pynchy› echo: two")
   })
 
-  it("--connect talks to a running host (the real bin) through its HTTP API", async () => {
+  it("--connect talks to a running host (the real bin) through its HTTP API", { timeout: PROCESS_TEST_TIMEOUT }, async () => {
     const dir = tempDir()
     const port = await freePort()
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
@@ -130,10 +145,10 @@ describe("pynchy chat without a terminal", () => {
     ].join("\n") + "\n")
     const host = await startHost(dir)
     try {
-      const r = run(dir, ["--connect", `http://127.0.0.1:${port}`, "--session", "t1"], "ping\n", { PYNCHY_TOKEN: "s3cret" })
+      const r = await run(dir, ["--connect", `http://127.0.0.1:${port}`, "--session", "t1"], "ping\n", { PYNCHY_TOKEN: "s3cret" })
       assert.strictEqual(r.status, 0, r.stderr)
       assert.include(r.stdout, "pynchy› echo: ping")
-      const refused = run(dir, ["--connect", `http://127.0.0.1:${port}`], "ping\n", { PYNCHY_TOKEN: "wrong" })
+      const refused = await run(dir, ["--connect", `http://127.0.0.1:${port}`], "ping\n", { PYNCHY_TOKEN: "wrong" })
       assert.include(refused.stdout, "unauthorized")
     } finally {
       await stopHost(host)

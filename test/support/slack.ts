@@ -6,6 +6,10 @@
  * - auth.test: the bot token answers the bot's identity; any other token `invalid_auth`;
  * - apps.connections.open: the app token answers a one-use `ws://` URL of the socket server;
  * - chat.postMessage: records `{channel, thread_ts, text}` and answers a new `ts`;
+ * - conversations.history / conversations.replies: a channel's messages (thread replies left out)
+ *   newest first, or a thread's (its parent first) oldest first, after `oldest`, in pages of
+ *   `historyPageSize` with `has_more` and `response_metadata.next_cursor`; users' messages and the
+ *   bot's own posts (with `bot_id`) are both in it, as in Slack;
  * - anything else: `unknown_method`. Every call is recorded; faults on demand: the next calls of a
  *   method answer 429 with `Retry-After`, or an outage (nothing listens: connection refused).
  *
@@ -38,8 +42,14 @@ export interface FakeSlack {
   readonly botToken: string
   readonly appToken: string
   readonly botUserId: string
-  /** A user's message: an `event_callback` with a `message` event, sent over the socket (or queued). */
-  readonly say: (options: { readonly channel: string; readonly user?: string; readonly text: string; readonly channelType?: "im" | "channel" | "group" | "mpim"; readonly threadTs?: string; readonly parentUserId?: string }) => SentEvent
+  /**
+   * A user's message: an `event_callback` with a `message` event, sent over the socket (or queued),
+   * and kept in the channel's history. `lost`: only in history, its event never sent (an outage
+   * longer than Slack's redelivery).
+   */
+  readonly say: (options: { readonly channel: string; readonly user?: string; readonly text: string; readonly channelType?: "im" | "channel" | "group" | "mpim"; readonly threadTs?: string; readonly parentUserId?: string; readonly lost?: boolean }) => SentEvent
+  /** Messages per history page at most (Slack's own page may be smaller than the `limit` asked for). */
+  historyPageSize: number
   /** Sends any event callback body (malformed ones too) in an envelope. */
   readonly sendBody: (body: unknown) => string
   /** Sends an already sent event again, as Slack's retry does. */
@@ -109,6 +119,11 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
   const acks = new Set<string>()
   const envelopes = new Map<string, string>()
   const waiting: Array<string> = []
+  /** Every message in each channel, oldest first, as conversations.history gives them. */
+  const history = new Map<string, Array<Record<string, unknown> & { ts: string; thread_ts?: string }>>()
+  const remember = (channel: string, message: Record<string, unknown> & { ts: string; thread_ts?: string }) =>
+    void history.set(channel, [...(history.get(channel) ?? []), message])
+  const tsAfter = (a: string, b: string) => Number(a) > Number(b)
   let seq = 0
   let clock = 1_800_000_000
 
@@ -152,7 +167,26 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
           const post = { channel, threadTs, text: String(params["text"] ?? "") }
           posts.push(post)
           for (const w of postWatchers) w(post)
-          return answer(res, 200, { ok: true, channel, ts: `${++clock}.000100` })
+          const ts = `${++clock}.000100`
+          remember(channel, { type: "message", user: botUserId, bot_id: "B0001", text: post.text, ts, ...(threadTs !== undefined ? { thread_ts: threadTs } : {}) })
+          return answer(res, 200, { ok: true, channel, ts })
+        }
+        case "conversations.history":
+        case "conversations.replies": {
+          if (token !== botToken) return answer(res, 200, { ok: false, error: "invalid_auth" })
+          const channel = String(params["channel"] ?? "")
+          if (!history.has(channel)) return answer(res, 200, { ok: false, error: "channel_not_found" })
+          const oldest = String(params["oldest"] ?? "0")
+          const thread = params["ts"] === undefined ? undefined : String(params["ts"])
+          const all = history.get(channel)!.filter((m) => tsAfter(m.ts, oldest) && (thread === undefined
+            ? m.thread_ts === undefined || m.thread_ts === m.ts
+            : m.ts === thread || m.thread_ts === thread))
+          const ordered = thread === undefined ? [...all].reverse() : all
+          const from = Number(params["cursor"] ?? 0)
+          const size = Math.min(Number(params["limit"] ?? 100), fake.historyPageSize)
+          const page = ordered.slice(from, from + size)
+          const more = from + size < ordered.length
+          return answer(res, 200, { ok: true, messages: page, has_more: more, response_metadata: { next_cursor: more ? String(from + size) : "" } })
         }
         default:
           return answer(res, 200, { ok: false, error: "unknown_method" })
@@ -206,12 +240,13 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
   await listen()
   let retries = new Map<string, number>()
 
-  return {
+  const fake: FakeSlack = {
+    historyPageSize: 100,
     apiUrl: `http://127.0.0.1:${apiPort}/api/`,
     botToken,
     appToken,
     botUserId,
-    say: ({ channel, user, text, channelType, threadTs, parentUserId }) => {
+    say: ({ channel, user, text, channelType, threadTs, parentUserId, lost }) => {
       const ts = `${++clock}.${String(++seq).padStart(6, "0")}`
       const eventId = `Ev${String(seq).padStart(8, "0")}`
       const event = {
@@ -226,7 +261,9 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
         ...(parentUserId !== undefined ? { parent_user_id: parentUserId } : {})
       }
       const body = { token: "verification", team_id: "T0001", api_app_id: "A0001", type: "event_callback", event_id: eventId, event_time: clock, event }
-      envelope(body, eventId, 0)
+      const { channel: _in, channel_type: _type, ...kept } = event
+      remember(channel, { ...kept, type: "message" })
+      if (lost !== true) envelope(body, eventId, 0)
       return { eventId, ts, body }
     },
     sendBody: (body) => envelope(body, undefined, 0),
@@ -275,4 +312,5 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
       void wsPort
     }
   }
+  return fake
 }

@@ -1,5 +1,6 @@
 /**
- * The few Web API calls the Slack runtime makes (auth.test, chat.postMessage), through the
+ * The few Web API calls the Slack runtime makes (auth.test, chat.postMessage, and
+ * conversations.history / conversations.replies for catch-up), through the
  * WebClient of a bolt App, and the optional packages loaded on first use (the CLI bundle must
  * load without them).
  *
@@ -86,7 +87,23 @@ export interface WebApi {
   readonly authTest: Effect.Effect<BotIdentity, SlackApiError>
   /** Posts one message (mrkdwn) to a channel, in a thread when `threadTs` is given. */
   readonly postMessage: (channel: string, threadTs: string | undefined, text: string) => Effect.Effect<void, SlackApiError>
+  /**
+   * One page (up to 100) of a channel's messages after `oldest`, or of a thread's (`threadTs`):
+   * the messages as Slack gives them (undecoded), and the cursor of the next page if there is one.
+   */
+  readonly historyPage: (query: { readonly channel: string; readonly threadTs: string | undefined; readonly oldest: string; readonly cursor: string | undefined }) => Effect.Effect<HistoryPage, SlackApiError>
 }
+
+export interface HistoryPage {
+  readonly messages: ReadonlyArray<unknown>
+  readonly next: string | undefined
+}
+
+const Page = Schema.Struct({
+  messages: Schema.optionalWith(Schema.Array(Schema.Unknown), { default: () => [] }),
+  has_more: Schema.optional(Schema.Boolean),
+  response_metadata: Schema.optional(Schema.Struct({ next_cursor: Schema.optional(Schema.String) }))
+})
 
 /** The calls, through a bolt-made WebClient (`app.client`, or one made for a probe). */
 export const webApi = (client: Bolt.webApi.WebClient): WebApi => ({
@@ -99,5 +116,20 @@ export const webApi = (client: Bolt.webApi.WebClient): WebApi => ({
     Effect.tryPromise({
       try: () => client.chat.postMessage({ channel, text, mrkdwn: true, unfurl_links: false, unfurl_media: false, ...(threadTs !== undefined ? { thread_ts: threadTs } : {}) }),
       catch: toSlackError("chat.postMessage")
-    }).pipe(Effect.asVoid)
+    }).pipe(Effect.asVoid),
+  historyPage: ({ channel, cursor, oldest, threadTs }) => {
+    const operation = threadTs === undefined ? "conversations.history" : "conversations.replies"
+    const query = { channel, oldest, limit: 100, inclusive: false, ...(cursor !== undefined ? { cursor } : {}) }
+    return Effect.tryPromise({
+      try: () => (threadTs === undefined ? client.conversations.history(query) : client.conversations.replies({ ...query, ts: threadTs })),
+      catch: toSlackError(operation)
+    }).pipe(
+      Effect.flatMap((r) => Schema.decodeUnknown(Page)(r)),
+      Effect.map((r): HistoryPage => {
+        const next = r.response_metadata?.next_cursor
+        return { messages: r.messages, next: r.has_more === true && next !== undefined && next !== "" ? next : undefined }
+      }),
+      Effect.catchTag("ParseError", () => new SlackApiError({ operation, error: "unexpected_answer" }))
+    )
+  }
 })

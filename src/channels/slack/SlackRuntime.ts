@@ -7,8 +7,10 @@
  *   asks for a refresh, the loop connects again at once; when connecting fails, it retries with
  *   exponential backoff capped at `maxBackoffMs`. HTTP mode: bolt's HTTPReceiver listens on
  *   `host:port` + `path` and checks every request's signature (./receivers.ts).
- * - A user's text message in a routed channel, DM or thread is ingested with the Slack event id
- *   as its receipt, so a redelivered event (Slack retries what was not acked) is a duplicate. The
+ * - A user's text message in a routed channel, DM or thread is ingested with `<channel>:<ts>` as
+ *   its receipt, so a redelivered event (Slack retries what was not acked) is a duplicate, and so
+ *   is a message that catch-up reads from history too (./history.ts: on every connection, each
+ *   known place's messages after the newest one ingested there). The
  *   envelope (or the HTTP answer) is acknowledged only after the ingest committed. A thread reply
  *   is the place `<channel>/<thread_ts>`. In a channel, a message that neither uses the route's
  *   trigger nor mentions the app (nor answers in a thread the app started) is ingested as context
@@ -30,7 +32,8 @@ import { type Channel, type OutboundDelivery, SendOutcomeUnknown } from "../../p
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
 import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
-import { decodeCallback, isDirect, placeOf, targetOf } from "./events.js"
+import { decodeCallback, isDirect, type MessageEvent, placeOf, targetOf } from "./events.js"
+import { compareTs, fromHistory, laterTs, type Positions, readPositions, receiptOf, writePositions } from "./history.js"
 import { fromSlackText, toMrkdwn } from "./mrkdwn.js"
 import { boltLogger, SocketBridge } from "./receivers.js"
 import type { SlackSettings } from "./settings.js"
@@ -46,7 +49,7 @@ export class SlackRuntimeError extends Schema.TaggedError<SlackRuntimeError>()("
   }
 }
 
-/** The cursor stream: the ts of the last ingested message (for `pynchy status`; Slack has no replay position). */
+/** The cursor stream: the newest ingested ts per place, as JSON (history.ts: catch-up starts there). */
 export const EVENTS_STREAM = "events"
 /** Slack shows up to 4,000 characters of a message's text well (it truncates at 40,000). */
 export const MESSAGE_LIMIT = 4000
@@ -109,43 +112,51 @@ export const makeSlackRuntime = (options: SlackRuntimeOptions): NativeConnection
       const handle = `<@${me.userId}>`
       const stored = yield* context.cursor(name, EVENTS_STREAM).pipe(Effect.mapError(fail("cursor")))
       let order = stored?.order ?? 0
-      // One ingest at a time: envelopes arrive concurrently, a conversation's messages keep their order.
+      let positions: Positions = (stored ? readPositions(stored.position) : undefined) ?? {}
+      // One ingest at a time: envelopes arrive concurrently and catch-up runs beside them; a
+      // conversation's messages keep their order.
       const lock = yield* Effect.makeSemaphore(1)
+
+      /** A user's message, from an event (`eventId`) or from history; under `lock`. */
+      const ingestMessage = (event: MessageEvent, eventId: string | undefined) =>
+        Effect.gen(function* () {
+          const receipt = receiptOf(event)
+          if (event.user === me.userId) return
+          const place = placeOf(event)
+          const route = routeOf(routes, place)
+          if (route === undefined) return yield* Effect.logDebug("slack message skipped: no route").pipe(Effect.annotateLogs({ message: receipt }))
+          const text = fromSlackText(event.text)
+          if (text.length > settings.maxInboundChars) {
+            return yield* Effect.logWarning("slack message refused: too long").pipe(Effect.annotateLogs({ message: receipt, chars: text.length, limit: settings.maxInboundChars }))
+          }
+          const triggered = isTriggered({ text, direct: isDirect(event), trigger: route.trigger, handle, repliesToBot: event.parent_user_id === me.userId })
+          const next = { ...positions, [place]: laterTs(positions[place], event.ts) }
+          order += 1
+          yield* context.ingest({
+            connection: name,
+            place,
+            providerEventId: receipt,
+            sender: event.user,
+            text,
+            metadata: {
+              ...(eventId !== undefined ? { eventId } : { fromHistory: true }),
+              ts: event.ts,
+              channel: event.channel,
+              ...(event.channel_type !== undefined ? { channelType: event.channel_type } : {}),
+              ...(event.thread_ts !== undefined ? { threadTs: event.thread_ts } : {}),
+              ...(triggered ? {} : untriggeredMetadata)
+            },
+            cursor: { stream: EVENTS_STREAM, position: writePositions(next), order }
+          })
+          positions = next
+        })
 
       const onEvent = (body: unknown) =>
         Effect.gen(function* () {
           const decoded = decodeCallback(body)
           if (decoded._tag === "malformed") return yield* Effect.logWarning("slack event skipped: malformed (no event_callback with an event_id)")
           if (decoded._tag === "skip") return yield* Effect.logDebug("slack event skipped").pipe(Effect.annotateLogs({ event: decoded.eventId, reason: decoded.reason }))
-          const { event, event_id: eventId } = decoded.callback
-          if (event.user === me.userId) return
-          const place = placeOf(event)
-          const route = routeOf(routes, place)
-          if (route === undefined) return yield* Effect.logDebug("slack event skipped: no route").pipe(Effect.annotateLogs({ event: eventId }))
-          const text = fromSlackText(event.text)
-          if (text.length > settings.maxInboundChars) {
-            return yield* Effect.logWarning("slack message refused: too long").pipe(Effect.annotateLogs({ event: eventId, chars: text.length, limit: settings.maxInboundChars }))
-          }
-          const triggered = isTriggered({ text, direct: isDirect(event), trigger: route.trigger, handle, repliesToBot: event.parent_user_id === me.userId })
-          yield* lock.withPermits(1)(Effect.suspend(() => {
-            order += 1
-            return context.ingest({
-              connection: name,
-              place,
-              providerEventId: eventId,
-              sender: event.user,
-              text,
-              metadata: {
-                eventId,
-                ts: event.ts,
-                channel: event.channel,
-                ...(event.channel_type !== undefined ? { channelType: event.channel_type } : {}),
-                ...(event.thread_ts !== undefined ? { threadTs: event.thread_ts } : {}),
-                ...(triggered ? {} : untriggeredMetadata)
-              },
-              cursor: { stream: EVENTS_STREAM, position: event.ts, order }
-            })
-          }))
+          yield* lock.withPermits(1)(ingestMessage(decoded.callback.event, decoded.callback.event_id))
         }).pipe(Effect.annotateLogs({ connection: name }))
 
       app.event("message", async ({ body }) => {
@@ -168,6 +179,41 @@ export const makeSlackRuntime = (options: SlackRuntimeOptions): NativeConnection
             while: (e) => (e.retryAfterSeconds !== undefined && Duration.lessThanOrEqualTo(Duration.seconds(e.retryAfterSeconds), MAX_SEND_WAIT)) || e.notSent
           })
         )
+      /**
+       * Each known place's messages after its position (history.ts), read to the end or to
+       * `catchUpPages` pages, then ingested oldest first. The caller holds `lock` from before the
+       * connection opens, so events Slack delivers on it wait behind what they came after (and
+       * those that are in the history too are duplicates by then). A place whose history
+       * cannot be read (the app left the channel, a scope is missing) is logged and skipped.
+       */
+      const catchUp = Effect.gen(function* () {
+        const known = Object.entries(positions)
+        if (known.length === 0 || settings.catchUpPages === 0) return
+        yield* Effect.logInfo("slack catching up").pipe(Effect.annotateLogs({ places: known.length }))
+        for (const [place, oldest] of known) {
+          const { channel, threadTs } = targetOf(place)
+          const missed: Array<MessageEvent> = []
+          let cursor: string | undefined = undefined
+          for (let page = 0; page < settings.catchUpPages; page++) {
+            const batch: SlackApi.HistoryPage = yield* patiently(api.historyPage({ channel, threadTs, oldest, cursor })).pipe(
+              Effect.tapError((e) => Effect.logWarning("slack catch-up skipped a place").pipe(Effect.annotateLogs({ place, reason: e.message }))),
+              Effect.orElseSucceed((): SlackApi.HistoryPage => ({ messages: [], next: undefined }))
+            )
+            for (const raw of batch.messages) {
+              const m = fromHistory(channel, raw)
+              if (m._tag === "message" && placeOf(m.event) === place && compareTs(m.event.ts, oldest) > 0) missed.push(m.event)
+            }
+            cursor = batch.next
+            if (cursor === undefined) break
+          }
+          if (cursor !== undefined) yield* Effect.logWarning("slack catch-up stopped at catchUpPages").pipe(Effect.annotateLogs({ place, pages: settings.catchUpPages }))
+          for (const event of missed.sort((a, b) => compareTs(a.ts, b.ts))) yield* ingestMessage(event, undefined)
+        }
+      }).pipe(
+        Effect.catchAll((e) => Effect.logWarning("slack catch-up failed; the next connection tries again").pipe(Effect.annotateLogs({ reason: e.message }))),
+        Effect.annotateLogs({ connection: name })
+      )
+
       const send = (delivery: OutboundDelivery) => {
         const { channel, threadTs } = targetOf(delivery.place)
         return sendInParts({
@@ -208,12 +254,16 @@ export const makeSlackRuntime = (options: SlackRuntimeOptions): NativeConnection
           receiver.attach(client, () => Runtime.runFork(runtime)(Effect.logWarning("slack envelope skipped: malformed").pipe(Effect.annotateLogs({ connection: name }))))
           const closedSocket = yield* Deferred.make<void>()
           client.on("disconnected", () => Deferred.unsafeDone(closedSocket, Exit.void))
-          yield* Effect.tryPromise({ try: () => client.start(), catch: (e) => SlackApi.toSlackError("connect")(e) }).pipe(
-            Effect.interruptible,
-            Effect.timeoutFail({ duration: CONNECT_TIMEOUT, onTimeout: () => new SlackApi.SlackApiError({ operation: "connect", error: "connect_timeout" }) })
-          )
-          ready = true
-          yield* Effect.logDebug("slack socket connected")
+          // Events that arrive as the socket opens wait (the lock) until catch-up has ingested what came before them.
+          yield* lock.withPermits(1)(Effect.gen(function* () {
+            yield* Effect.tryPromise({ try: () => client.start(), catch: (e) => SlackApi.toSlackError("connect")(e) }).pipe(
+              Effect.interruptible,
+              Effect.timeoutFail({ duration: CONNECT_TIMEOUT, onTimeout: () => new SlackApi.SlackApiError({ operation: "connect", error: "connect_timeout" }) })
+            )
+            ready = true
+            yield* Effect.logDebug("slack socket connected")
+            yield* catchUp
+          }))
           yield* Deferred.await(closedSocket)
           ready = false
           yield* Effect.logInfo("slack socket closed; connecting again")
@@ -232,11 +282,14 @@ export const makeSlackRuntime = (options: SlackRuntimeOptions): NativeConnection
         yield* Effect.forkScoped(loop)
       } else {
         const http = receiver as Bolt.HTTPReceiver
+        // The lock is taken before a request can come in; catch-up lets it go.
+        yield* lock.take(1)
         yield* Effect.acquireRelease(
           Effect.tryPromise({ try: () => http.start({ port: settings.port!, host: settings.host }), catch: (e) => fail("listen")({ message: e instanceof Error ? e.message : "failed" }) }),
           () => Effect.promise(() => http.stop()).pipe(Effect.interruptible, Effect.timeout("5 seconds"), Effect.ignore)
         )
         ready = true
+        yield* Effect.forkScoped(catchUp.pipe(Effect.ensuring(lock.release(1))))
       }
     })
 

@@ -28,6 +28,8 @@ export const SlackSettings = Schema.Struct({
   }),
   /** Upper bound of the reconnect backoff while Slack cannot be reached, in milliseconds. */
   maxBackoffMs: Schema.optionalWith(Schema.Int.pipe(Schema.between(10, 600_000)), { default: () => 30_000 }),
+  /** After an outage, at most this many pages of 100 messages are read per place (0: no catch-up). */
+  catchUpPages: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100)), { default: () => 10 }),
   /** An inbound text longer than this is refused (logged and skipped, never stored). */
   maxInboundChars: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1_000_000)), { default: () => 16_384 })
 })
