@@ -10,7 +10,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { makeTestHost } from "../../layers/test.js"
 import { MessageStore } from "../../src/db/MessageStore.js"
-import { ConversationId } from "../../src/domain/ids.js"
+import { ConversationId, MessageId } from "../../src/domain/ids.js"
 import { safeName } from "../../src/files/names.js"
 import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
@@ -46,7 +46,7 @@ describe("files in", () => {
           { name: "d.png", bytes: bytes("png") }
         ]
       }))
-      const message = yield* Effect.provide(MessageStore, ctx).pipe(Effect.flatMap((s) => s.byIds([result.messageId])))
+      const message = yield* Effect.provide(MessageStore, ctx).pipe(Effect.flatMap((s) => s.byIds([MessageId.make(result.messageId)])))
       const meta = message[0]!.metadata as { files: Array<{ path: string; name: string; type: string; size: number }>; filesRefused: Array<{ name: string; reason: string }> }
       assert.deepStrictEqual(meta.files.map((f) => [f.name, f.type, f.size]), [["notes.txt", "text/plain", 11], ["b.png", "image/png", 3], ["c.png", "image/png", 3]])
       assert.deepStrictEqual(meta.filesRefused.map((f) => f.name), ["big.pdf", "tool.exe", "d.png"])
@@ -80,7 +80,7 @@ describe("files in", () => {
         connection: "files", place: "../../etc", providerEventId: "e2", sender: "mallory", text: "x",
         files: [{ name: "../../etc/x", mimeType: "text/plain", bytes: bytes("1") }, { name: ".bashrc", mimeType: "text/plain", bytes: bytes("2") }, { name: long, bytes: bytes("3") }]
       }))
-      const [message] = yield* Effect.provide(MessageStore, ctx).pipe(Effect.flatMap((s) => s.byIds([result.messageId])))
+      const [message] = yield* Effect.provide(MessageStore, ctx).pipe(Effect.flatMap((s) => s.byIds([MessageId.make(result.messageId)])))
       const files = (message!.metadata as { files: Array<{ path: string; name: string }> }).files
       assert.strictEqual(files.length, 3)
       for (const f of files) {
@@ -109,7 +109,7 @@ describe("files in", () => {
       const result = yield* Effect.promise(() => runtime.context().ingestMessage({
         connection: "files", place: "p", providerEventId: "e3", sender: "ann", text: "x", files: [{ name: "a.txt", bytes: bytes("a") }]
       }))
-      const [message] = yield* Effect.provide(MessageStore, ctx).pipe(Effect.flatMap((s) => s.byIds([result.messageId])))
+      const [message] = yield* Effect.provide(MessageStore, ctx).pipe(Effect.flatMap((s) => s.byIds([MessageId.make(result.messageId)])))
       assert.deepStrictEqual(fs.readdirSync(elsewhere), [])
       assert.match((message!.metadata as { filesRefused: Array<{ reason: string }> }).filesRefused[0]!.reason, /not saved: the inbox inbox is not a folder/)
     }))

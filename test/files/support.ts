@@ -7,14 +7,17 @@ import { AgentExecutor, ExecutorLiveness, TurnFailed } from "../../src/pipeline/
 import type { OutboundDelivery } from "../../src/pipeline/channel-contract.js"
 import type { ConnectionRuntime, ConnectionRuntimeContext } from "../../src/runtimes/connection-runtime-contract.js"
 
-export const filesConfig = (dir: string, files: Record<string, unknown> = { maxBytes: 1_000, maxFiles: 3 }) =>
-  Either.getOrThrow(decodeConfig({
+export const filesConfig = (dir: string, files: Record<string, unknown> = { maxBytes: 1_000, maxFiles: 3 }, extra: { readonly workspace?: Record<string, unknown>; readonly [key: string]: unknown } = {}) => {
+  const { workspace, ...rest } = extra
+  return Either.getOrThrow(decodeConfig({
     dataDir: dir,
-    workspaces: [{ id: "main", instructions: "test" }],
+    workspaces: [{ id: "main", instructions: "test", ...workspace }],
     routes: [{ connection: "files", place: "*", workspace: "main" }],
     connections: {},
-    files
+    files,
+    ...rest
   }, "test config"))
+}
 
 /** The runtime's context once started (to ingest through), and what its channel was sent. */
 export const filesRuntime = () => {
