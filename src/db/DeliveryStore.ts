@@ -78,8 +78,8 @@ export declare namespace DeliveryStore {
      */
     readonly storeFiles: (deliveryKey: string, files: ReadonlyArray<Omit<StoredFile, "n">>) => Effect.Effect<void>
     readonly filesOf: (deliveryKey: string) => Effect.Effect<ReadonlyArray<StoredFile>>
-    /** How many files each of these deliveries carries (those with none are absent). */
-    readonly fileCounts: (deliveryKeys: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, number>>
+    /** The files (without their bytes) each of these deliveries carries; those with none are absent. */
+    readonly fileLists: (deliveryKeys: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<Omit<StoredFile, "bytes">>>>
     /** The format of the stored audio of each of these deliveries that has some. */
     readonly audioFormats: (deliveryKeys: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, AudioFormat>>
     /** A claimed part was accepted (`sent`), or surely not sent (`released`: a later resend claims it again). */
@@ -148,11 +148,20 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
           Effect.map((rows) => rows.map((r) => ({ n: Number(r.n), name: r.name, mimeType: r.mimeType, bytes: new Uint8Array(r.bytes) }))),
           Effect.orDie
         ),
-      fileCounts: (keys) =>
+      fileLists: (keys) =>
         keys.length === 0
           ? Effect.succeed(new Map())
-          : sql<{ key: string; count: number | string }>`SELECT delivery_key AS "key", COUNT(*) AS "count" FROM delivery_files WHERE ${sql.in("delivery_key", keys)} GROUP BY delivery_key`.pipe(
-            Effect.map((rows) => new Map(rows.map((r) => [r.key, Number(r.count)]))),
+          : sql<{ key: string; n: number | string; name: string; mimeType: string }>`SELECT delivery_key AS "key", n, name, mime_type AS "mimeType" FROM delivery_files
+              WHERE ${sql.in("delivery_key", keys)} ORDER BY delivery_key, n`.pipe(
+            Effect.map((rows) => {
+              const lists = new Map<string, Array<Omit<StoredFile, "bytes">>>()
+              for (const r of rows) {
+                const list = lists.get(r.key) ?? []
+                list.push({ n: Number(r.n), name: r.name, mimeType: r.mimeType })
+                lists.set(r.key, list)
+              }
+              return lists
+            }),
             Effect.orDie
           ),
       storeAudio: (deliveryKey, audio) =>
