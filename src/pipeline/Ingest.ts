@@ -131,7 +131,12 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
                 providerEventId: m.providerEventId,
                 sender: m.sender,
                 text: m.text,
-                metadata: inbox === undefined ? m.metadata : { ...m.metadata, files: inbox.files, filesRefused: inbox.refused },
+                // A channel may have refused files itself (not downloaded): those stay named.
+                metadata: inbox === undefined ? m.metadata : {
+                  ...m.metadata,
+                  files: inbox.files,
+                  filesRefused: [...(Array.isArray(m.metadata.filesRefused) ? m.metadata.filesRefused : []), ...inbox.refused]
+                },
                 fingerprint: m.fingerprint,
                 cursor: m.cursor,
                 traceParent
