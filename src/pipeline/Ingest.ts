@@ -56,7 +56,7 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
     // Files are saved before the message joins a commit: a committed message never names a
     // missing file. A workspace folder that may not be used refuses them (the message still goes).
     const inboxOf = (m: typeof InboundMessageInput.Type, workspaceId: WorkspaceId): Effect.Effect<InboxResult | undefined> =>
-      m.files === undefined || m.files.length === 0 ? Effect.succeed(undefined) : Effect.gen(function* () {
+      m.files === undefined || m.files.length === 0 ? Effect.sync(() => undefined) : Effect.gen(function* () {
         const files = m.files!
         const workspace = yield* workspaces.get(workspaceId)
         const dir = Option.map(workspace, (w) => workspaceDirOf(host.dataDir, w))
