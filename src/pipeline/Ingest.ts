@@ -55,9 +55,9 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
 
     // Files are saved before the message joins a commit: a committed message never names a
     // missing file. A workspace folder that may not be used refuses them (the message still goes).
-    const inboxOf = (m: typeof InboundMessageInput.Type, workspaceId: WorkspaceId): Effect.Effect<InboxResult | undefined> =>
-      m.files === undefined || m.files.length === 0 ? Effect.sync(() => undefined) : Effect.gen(function* () {
-        const files = m.files!
+    const inboxOf = (m: typeof InboundMessageInput.Type, workspaceId: WorkspaceId): Effect.Effect<InboxResult> =>
+      Effect.gen(function* () {
+        const files = m.files ?? []
         const workspace = yield* workspaces.get(workspaceId)
         const dir = Option.map(workspace, (w) => workspaceDirOf(host.dataDir, w))
         const unsafe = Option.isNone(dir) ? "the workspace is not configured" : unsafeWorkspaceFolder(host.dataDir, dir.value)
@@ -119,7 +119,7 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
         const routed = workspaces.route(m.connection, m.place).pipe(Effect.tapError((e) =>
           bus.publish({ type: "message.no_route", conversationId: conversationIdOf(m.connection, m.place), connection: m.connection, place: m.place, providerEventId: m.providerEventId, disabled: e.disabled })
         ))
-        return Effect.flatMap(Effect.flatMap(routed, (route) => Effect.map(inboxOf(m, route.workspace), (inbox) => ({ route, inbox }))), ({ inbox, route }) =>
+        const commit = (route: { readonly workspace: WorkspaceId }, inbox: InboxResult | undefined) =>
           Effect.async<Ingested>((resume) => {
             waiting.push({
               resume,
@@ -145,7 +145,10 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
             // Committed rows are durable whether or not the caller still waits: no canceller.
             wake.unsafeOpen()
           })
-        )
+        // A message without files takes the plain path: no extra step on the hot path.
+        return m.files === undefined || m.files.length === 0
+          ? Effect.flatMap(routed, (route) => commit(route, undefined))
+          : Effect.flatMap(routed, (route) => Effect.flatMap(inboxOf(m, route.workspace), (inbox) => commit(route, inbox)))
       })
 
     const ingest = (input: unknown): Effect.Effect<Ingested, InvalidInput | NoRoute> =>
