@@ -17,11 +17,13 @@
  *
  * The audio of a spoken reply (`delivery.audio`) is one more part, after the text, keyed
  * `<delivery key>#audio`: claimed and settled like the others, so it never goes out twice; being
- * an extra, its failure is logged and never fails the delivery (its text arrived).
+ * an extra, its failure is logged and never fails the delivery (its text arrived). The files of a
+ * reply (`delivery.files`, the agent's outbox) follow, each its own part `<delivery key>#file<n>`,
+ * claimed and settled the same way.
  */
 import { Clock, Duration, Effect, Schema } from "effect"
 import { DeliveryStore } from "../db/DeliveryStore.js"
-import type { OutboundAudio, OutboundDelivery } from "../pipeline/channel-contract.js"
+import type { OutboundAudio, OutboundDelivery, OutboundFile } from "../pipeline/channel-contract.js"
 import { splitText } from "./split.js"
 
 /** A part surely not delivered: the delivery may be sent again (only its missing parts go). */
@@ -45,13 +47,15 @@ export interface PartFailure {
 }
 
 export interface PartsOptions<E> {
-  readonly delivery: Pick<OutboundDelivery, "idempotencyKey" | "text" | "audio">
+  readonly delivery: Pick<OutboundDelivery, "idempotencyKey" | "text" | "audio" | "files">
   /** The platform's most characters per message. */
   readonly limit: number
   /** Sends part `index` (1-based) of `count` under its own key. */
   readonly sendPart: (part: { readonly text: string; readonly key: string; readonly index: number; readonly count: number }) => Effect.Effect<void, E>
   /** Sends the reply's audio (when the delivery has some) under its own key, after the text. */
   readonly sendAudio?: (audio: OutboundAudio, key: string) => Effect.Effect<void, E>
+  /** Sends one of the reply's files (when the delivery has some) under its own key, after the text and audio. */
+  readonly sendFile?: (file: OutboundFile, key: string) => Effect.Effect<void, E>
   /** Classifies a failed call. */
   readonly failure: (e: E) => PartFailure
   /** The platform deduplicates by the part's key: a part left `sending` is sent again under it. */
@@ -63,6 +67,8 @@ export interface PartsOptions<E> {
 export const partKey = (deliveryKey: string, index: number) => `${deliveryKey}#${index}`
 /** The key of a delivery's audio part. */
 export const audioKey = (deliveryKey: string) => `${deliveryKey}#audio`
+/** The key of a delivery's file part `n` (1-based). */
+export const fileKey = (deliveryKey: string, n: number) => `${deliveryKey}#file${n}`
 
 export const sendInParts = <E>(options: PartsOptions<E>): Effect.Effect<void, PartsNotSent | PartsOutcomeUnknown, DeliveryStore> =>
   Effect.gen(function* () {
@@ -97,26 +103,32 @@ export const sendInParts = <E>(options: PartsOptions<E>): Effect.Effect<void, Pa
     if (unknown.length > 0) {
       return yield* new PartsOutcomeUnknown({ parts: unknown, count, reason: "an earlier send was interrupted" })
     }
-    const { audio } = options.delivery
-    if (audio !== undefined && options.sendAudio !== undefined) yield* sendAudioPart(options.delivery.idempotencyKey, audio, options)
+    const { audio, files, idempotencyKey } = options.delivery
+    if (audio !== undefined && options.sendAudio !== undefined) {
+      yield* sendExtraPart(idempotencyKey, audioKey(idempotencyKey), "spoken reply: the audio was not sent; the text was", (key) => options.sendAudio!(audio, key), options)
+    }
+    if (files !== undefined && options.sendFile !== undefined) {
+      for (const file of files) {
+        yield* sendExtraPart(idempotencyKey, fileKey(idempotencyKey, file.n), "a reply's file was not sent; the text was", (key) => options.sendFile!(file, key), options)
+      }
+    }
   })
 
 /**
- * The audio goes after every text part has: it is an extra, so its failure never fails the
- * delivery (the text arrived). It is claimed like a part: one whose outcome is unknown is not sent
- * again (unless the platform deduplicates), and one surely not sent is released and logged.
+ * The audio and files go after every text part has: they are extras, so a failure never fails the
+ * delivery (the text arrived). Each is claimed like a part: one whose outcome is unknown is not
+ * sent again (unless the platform deduplicates), and one surely not sent is released and logged.
  */
-const sendAudioPart = <E>(deliveryKey: string, audio: OutboundAudio, options: PartsOptions<E>) =>
+const sendExtraPart = <E>(deliveryKey: string, key: string, warning: string, send: (key: string) => Effect.Effect<void, E>, options: PartsOptions<E>) =>
   Effect.gen(function* () {
     const store = yield* DeliveryStore
-    const key = audioKey(deliveryKey)
     const claim = yield* store.claimPart(key)
     if (claim === "sent" || (claim === "sending" && options.resendUnknown !== true)) return
-    const sent = yield* Effect.either(options.sendAudio!(audio, key))
+    const sent = yield* Effect.either(send(key))
     if (sent._tag === "Right") return yield* store.settlePart(key, "sent")
     const failure = options.failure(sent.left)
     if (failure.notSent) yield* store.settlePart(key, "released")
-    yield* Effect.logWarning("spoken reply: the audio was not sent; the text was").pipe(
-      Effect.annotateLogs({ delivery: deliveryKey, outcome: failure.notSent ? "not sent" : "unknown", reason: failure.reason })
+    yield* Effect.logWarning(warning).pipe(
+      Effect.annotateLogs({ delivery: deliveryKey, part: key, outcome: failure.notSent ? "not sent" : "unknown", reason: failure.reason })
     )
   })

@@ -4,6 +4,7 @@ import { McpServerSpec } from "../domain/mcp.js"
 import { Route, Workspace } from "../domain/workspace.js"
 import { ClusterConfig } from "./cluster.js"
 import { DatabaseConfig } from "./database.js"
+import { FilesConfig } from "./files.js"
 import { GatewayConfig } from "./gateway.js"
 import { UI_CONNECTION, UiConfig } from "./ui.js"
 
@@ -95,6 +96,8 @@ export class PynchyConfig extends Schema.Class<PynchyConfig>("PynchyConfig")({
   /** `auto` picks bwrap where installed, else process. */
   containerRuntime: Schema.optionalWith(ContainerRuntimeChoice, { default: () => "auto" }),
   limits: Schema.optionalWith(Limits, { default: () => Limits.make({}) }),
+  /** Files in (the workspace inbox) and out (its outbox): size, count and type limits. */
+  files: Schema.optionalWith(FilesConfig, { default: () => FilesConfig.make({}) }),
   /** The LLM gateway: listen options, model groups, routing, retries, budgets (docs/gateway.md). */
   gateway: Schema.optionalWith(GatewayConfig, { default: () => GatewayConfig.make({}) }),
   observers: Schema.optionalWith(ObserversConfig, { default: () => ObserversConfig.make({}) }),

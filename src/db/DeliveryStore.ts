@@ -25,6 +25,14 @@ export interface StoredAudio {
   readonly bytes: Uint8Array
 }
 
+/** A file a delivery carries (migration 0017), numbered from 1. */
+export interface StoredFile {
+  readonly n: number
+  readonly name: string
+  readonly mimeType: string
+  readonly bytes: Uint8Array
+}
+
 export declare namespace DeliveryStore {
   /** Outbound sends: a row per send, written before the channel is called. */
   export interface Service {
@@ -64,6 +72,14 @@ export declare namespace DeliveryStore {
      */
     readonly storeAudio: (deliveryKey: string, audio: StoredAudio) => Effect.Effect<StoredAudio>
     readonly audioOf: (deliveryKey: string) => Effect.Effect<Option.Option<StoredAudio>>
+    /**
+     * Stores the files of a delivery (numbered from 1, in order) unless it has some already: a
+     * delivery's files are taken once, and every send of it sends the same bytes.
+     */
+    readonly storeFiles: (deliveryKey: string, files: ReadonlyArray<Omit<StoredFile, "n">>) => Effect.Effect<void>
+    readonly filesOf: (deliveryKey: string) => Effect.Effect<ReadonlyArray<StoredFile>>
+    /** The files (without their bytes) each of these deliveries carries; those with none are absent. */
+    readonly fileLists: (deliveryKeys: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<Omit<StoredFile, "bytes">>>>
     /** The format of the stored audio of each of these deliveries that has some. */
     readonly audioFormats: (deliveryKeys: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, AudioFormat>>
     /** A claimed part was accepted (`sent`), or surely not sent (`released`: a later resend claims it again). */
@@ -119,6 +135,35 @@ export class DeliveryStore extends Context.Tag("pynchy/DeliveryStore")<DeliveryS
       )
 
     return DeliveryStore.of({
+      storeFiles: (deliveryKey, files) =>
+        files.length === 0 ? Effect.void : Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          yield* sql.withTransaction(Effect.forEach(files, (f, i) =>
+            sql`INSERT INTO delivery_files (delivery_key, n, name, mime_type, bytes, created_at) VALUES (${deliveryKey}, ${i + 1}, ${f.name}, ${f.mimeType}, ${f.bytes}, ${now})
+              ON CONFLICT (delivery_key, n) DO NOTHING`, { discard: true })).pipe(Effect.orDie)
+        }),
+      filesOf: (deliveryKey) =>
+        sql<{ n: number | string; name: string; mimeType: string; bytes: Uint8Array }>`SELECT n, name, mime_type AS "mimeType", bytes FROM delivery_files
+          WHERE delivery_key = ${deliveryKey} ORDER BY n`.pipe(
+          Effect.map((rows) => rows.map((r) => ({ n: Number(r.n), name: r.name, mimeType: r.mimeType, bytes: new Uint8Array(r.bytes) }))),
+          Effect.orDie
+        ),
+      fileLists: (keys) =>
+        keys.length === 0
+          ? Effect.succeed(new Map())
+          : sql<{ key: string; n: number | string; name: string; mimeType: string }>`SELECT delivery_key AS "key", n, name, mime_type AS "mimeType" FROM delivery_files
+              WHERE ${sql.in("delivery_key", keys)} ORDER BY delivery_key, n`.pipe(
+            Effect.map((rows) => {
+              const lists = new Map<string, Array<Omit<StoredFile, "bytes">>>()
+              for (const r of rows) {
+                const list = lists.get(r.key) ?? []
+                list.push({ n: Number(r.n), name: r.name, mimeType: r.mimeType })
+                lists.set(r.key, list)
+              }
+              return lists
+            }),
+            Effect.orDie
+          ),
       storeAudio: (deliveryKey, audio) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis

@@ -15,6 +15,7 @@ import { m0013_turn_lookups } from "./migrations/0013_turn_lookups.js"
 import { m0014_delivery_parts } from "./migrations/0014_delivery_parts.js"
 import { m0015_delivery_audio } from "./migrations/0015_delivery_audio.js"
 import { m0016_cluster_connections } from "./migrations/0016_cluster_connections.js"
+import { m0017_delivery_files } from "./migrations/0017_delivery_files.js"
 import { ddl } from "./dialect.js"
 
 /**
@@ -155,5 +156,6 @@ export const migrations = {
   "0013_turn_lookups": m0013_turn_lookups,
   "0014_delivery_parts": m0014_delivery_parts,
   "0015_delivery_audio": m0015_delivery_audio,
-  "0016_cluster_connections": m0016_cluster_connections
+  "0016_cluster_connections": m0016_cluster_connections,
+  "0017_delivery_files": m0017_delivery_files
 } as const

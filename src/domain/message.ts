@@ -7,6 +7,16 @@ export type Metadata = typeof Metadata.Type
 
 export const MessageText = Schema.String.pipe(Schema.maxLength(1_000_000))
 
+/** A file a user sent with a message; saved into the workspace inbox before the message commits. */
+export const InboundFile = Schema.Struct({
+  /** The user's name for it (made safe before it names anything on disk). */
+  name: Schema.NonEmptyString.pipe(Schema.maxLength(1_000)),
+  /** As the platform says; guessed from the name's extension when absent. */
+  mimeType: Schema.optional(Schema.NonEmptyString.pipe(Schema.maxLength(255))),
+  bytes: Schema.Uint8ArrayFromSelf
+})
+export type InboundFile = typeof InboundFile.Type
+
 /**
  * What a connection hands to ingest. The provider event id is the dedup key (with the connection):
  * the same event ingested twice yields the original message. A fingerprint, when given, says what
@@ -25,6 +35,8 @@ export class InboundMessageInput extends Schema.Class<InboundMessageInput>("Inbo
    * body). Stored with the receipt; compared only when the event id is already known.
    */
   fingerprint: Schema.optional(Schema.NonEmptyString.pipe(Schema.maxLength(255))),
+  /** Files sent with the message (`files:` in pynchy.yaml limits them; the refused ones are named in the metadata). */
+  files: Schema.optional(Schema.Array(InboundFile).pipe(Schema.maxItems(1_000))),
   /** Advance this cursor in the same transaction (it never moves backwards). */
   cursor: Schema.optional(
     Schema.Struct({

@@ -1,10 +1,15 @@
-import { Context, Effect, Either, Exit, Layer, Schema } from "effect"
+import { Context, Effect, Either, Exit, Layer, Option, Schema } from "effect"
+import * as fs from "node:fs"
+import { HostConfig } from "../config/HostConfig.js"
 import { type IngestRow, MessageStore } from "../db/MessageStore.js"
 import { InvalidInput, type NoRoute } from "../domain/errors.js"
 import { EventBus, type Publishable } from "../events/EventBus.js"
-import { conversationIdOf } from "../domain/ids.js"
+import { conversationIdOf, type WorkspaceId } from "../domain/ids.js"
 import { type Ingested, InboundMessageInput } from "../domain/message.js"
 import { problemsOf } from "../domain/problems.js"
+import { type InboxResult, saveToInbox } from "../files/inbox.js"
+import { safeName } from "../files/names.js"
+import { unsafeWorkspaceFolder, workspaceDirOf } from "../sandbox/folders.js"
 import { traceparentOf } from "../telemetry/trace-context.js"
 import { type CommittedInbound, InboundCommitted } from "./InboundCommitted.js"
 import { TurnSignal } from "./TurnSignal.js"
@@ -46,6 +51,26 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
     // What acts on a committed message (a reply like `approve k3x9q2` deciding an approval) reads it here.
     const committed = yield* InboundCommitted
     const bus = yield* EventBus
+    const host = yield* HostConfig
+
+    // Files are saved before the message joins a commit: a committed message never names a
+    // missing file. A workspace folder that may not be used refuses them (the message still goes).
+    const inboxOf = (m: typeof InboundMessageInput.Type, workspaceId: WorkspaceId): Effect.Effect<InboxResult> =>
+      Effect.gen(function* () {
+        const files = m.files ?? []
+        const workspace = yield* workspaces.get(workspaceId)
+        const dir = Option.map(workspace, (w) => workspaceDirOf(host.dataDir, w))
+        const unsafe = Option.isNone(dir) ? "the workspace is not configured" : unsafeWorkspaceFolder(host.dataDir, dir.value)
+        if (unsafe !== undefined || Option.isNone(dir)) {
+          return { files: [], refused: files.map((f) => ({ name: safeName(f.name), reason: `not saved: ${unsafe}` })) }
+        }
+        yield* Effect.sync(() => fs.mkdirSync(dir.value, { recursive: true }))
+        const result = yield* saveToInbox({ workspaceDir: dir.value, conversationId: conversationIdOf(m.connection, m.place), eventKey: `${m.connection}\u0000${m.providerEventId}` }, files, host.config.files)
+        for (const r of result.refused) {
+          yield* Effect.logWarning("a file sent with a message was refused").pipe(Effect.annotateLogs({ connection: m.connection, providerEventId: m.providerEventId, file: r.name, reason: r.reason }))
+        }
+        return result
+      })
 
     // Group commit: whatever is waiting when the writer comes round shares one transaction, and
     // every caller is resumed after that commit. One caller alone commits at once. This is the
@@ -94,7 +119,7 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
         const routed = workspaces.route(m.connection, m.place).pipe(Effect.tapError((e) =>
           bus.publish({ type: "message.no_route", conversationId: conversationIdOf(m.connection, m.place), connection: m.connection, place: m.place, providerEventId: m.providerEventId, disabled: e.disabled })
         ))
-        return Effect.flatMap(routed, (route) =>
+        const commit = (route: { readonly workspace: WorkspaceId }, inbox: InboxResult | undefined) =>
           Effect.async<Ingested>((resume) => {
             waiting.push({
               resume,
@@ -106,7 +131,12 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
                 providerEventId: m.providerEventId,
                 sender: m.sender,
                 text: m.text,
-                metadata: m.metadata,
+                // A channel may have refused files itself (not downloaded): those stay named.
+                metadata: inbox === undefined ? m.metadata : {
+                  ...m.metadata,
+                  files: inbox.files,
+                  filesRefused: [...(Array.isArray(m.metadata.filesRefused) ? m.metadata.filesRefused : []), ...inbox.refused]
+                },
                 fingerprint: m.fingerprint,
                 cursor: m.cursor,
                 traceParent
@@ -115,7 +145,10 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
             // Committed rows are durable whether or not the caller still waits: no canceller.
             wake.unsafeOpen()
           })
-        )
+        // A message without files takes the plain path: no extra step on the hot path.
+        return m.files === undefined || m.files.length === 0
+          ? Effect.flatMap(routed, (route) => commit(route, undefined))
+          : Effect.flatMap(routed, (route) => Effect.flatMap(inboxOf(m, route.workspace), (inbox) => commit(route, inbox)))
       })
 
     const ingest = (input: unknown): Effect.Effect<Ingested, InvalidInput | NoRoute> =>

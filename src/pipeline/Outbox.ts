@@ -6,7 +6,7 @@ import type { Delivery, DeliveryKind } from "../domain/delivery.js"
 import type { ConversationId, TurnId } from "../domain/ids.js"
 import { EventBus } from "../events/EventBus.js"
 import type { Conversation } from "../domain/workspace.js"
-import { type Channel, isOutcomeUnknown, type OutboundAudio } from "./channel-contract.js"
+import { type Channel, isOutcomeUnknown, type OutboundAudio, type OutboundFile } from "./channel-contract.js"
 import { Channels } from "./Channels.js"
 import { keyedRunner } from "./keyed.js"
 import { ReplyAudio } from "./ReplyAudio.js"
@@ -80,7 +80,7 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
           : "(The assistant restarted while sending a reply; it may be missing here.)"
       }])
 
-    const callChannel = (channel: Channel, conversation: Conversation, d: Delivery, previousAttempts: number, audio: Option.Option<OutboundAudio>) =>
+    const callChannel = (channel: Channel, conversation: Conversation, d: Delivery, previousAttempts: number, audio: Option.Option<OutboundAudio>, files: ReadonlyArray<OutboundFile>) =>
       Effect.tryPromise({
         try: () => channel.send({
           idempotencyKey: d.idempotencyKey,
@@ -90,7 +90,8 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
           kind: d.kind,
           text: d.text,
           previousAttempts,
-          ...(Option.isSome(audio) ? { audio: audio.value } : {})
+          ...(Option.isSome(audio) ? { audio: audio.value } : {}),
+          ...(files.length > 0 ? { files } : {})
         }),
         catch: (e) => isOutcomeUnknown(e) ? new SendAmbiguous({ reason: (e as Error).message }) : new SendRejected({ reason: e instanceof Error ? e.message : String(e) })
       }).pipe(Effect.timeoutFail({ duration: SEND_TIMEOUT, onTimeout: () => new SendTimedOut() }))
@@ -102,6 +103,8 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
         // and a reader who sees the attempt begun (the HTTP API) sees the audio with it.
         const resendable = d.attempts === 0 || channel.idempotentResends
         const audio = channel.audio === undefined || !resendable ? Option.none() : yield* replyAudio.audioFor(d, conversation.workspace, channel.audio)
+        // The files of a reply (the agent's outbox) were stored before the delivery was recorded.
+        const files = channel.files !== true || d.kind !== "reply" ? [] : yield* deliveries.filesOf(d.idempotencyKey)
         const attempt = yield* deliveries.beginAttempt(d.id)
         if (attempt > 1 && !channel.idempotentResends) {
           // An earlier call may have reached the platform before the crash: resending could duplicate.
@@ -111,7 +114,7 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
           yield* Effect.logWarning("delivery outcome unknown").pipe(Effect.annotateLogs({ delivery: d.idempotencyKey, channel: channel.name }))
           return yield* noticeFor(d, "unknown")
         }
-        const outcome = yield* callChannel(channel, conversation, d, attempt - 1, audio).pipe(
+        const outcome = yield* callChannel(channel, conversation, d, attempt - 1, audio, files).pipe(
           Effect.retry({ schedule: SEND_RETRIES, while: (e) => e._tag === "SendRejected" || (e._tag === "SendTimedOut" && channel.idempotentResends) }),
           Effect.either
         )

@@ -5,10 +5,14 @@ import { MessageStore } from "../db/MessageStore.js"
 import { TaskStore } from "../db/TaskStore.js"
 import { TurnStore } from "../db/TurnStore.js"
 import type { ExecutorId, HostEpoch, MessageId } from "../domain/ids.js"
-import { isUntriggered, type Message } from "../domain/message.js"
+import { isUntriggered, Message } from "../domain/message.js"
+import { fileLines } from "../files/inbox.js"
+import { refusedLine, takeOutbox } from "../files/outbox.js"
+import { workspaceDirOf } from "../sandbox/folders.js"
 import { utcMidnight } from "../domain/task.js"
 import type { Turn } from "../domain/turn.js"
-import type { Conversation } from "../domain/workspace.js"
+import type { Conversation, Workspace } from "../domain/workspace.js"
+import { DeliveryStore } from "../db/DeliveryStore.js"
 import { EventBus } from "../events/EventBus.js"
 import { continuing } from "../telemetry/trace-context.js"
 import { AgentExecutor, TurnBlocked, TurnFailed, type TurnInput } from "./AgentExecutor.js"
@@ -62,7 +66,8 @@ export declare namespace TurnRunner {
 
 export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, TurnRunner.Service>() {
   static readonly make = Effect.gen(function* () {
-    const { config } = yield* HostConfig
+    const { config, dataDir } = yield* HostConfig
+    const deliveries = yield* DeliveryStore
     const turns = yield* TurnStore
     const messages = yield* MessageStore
     const workspaces = yield* Workspaces
@@ -87,7 +92,7 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         return { ...input, messages: input.messages.slice(at + 1) }
       })
 
-    const prepare = (started: StartedTurn, claimed: ReadonlyArray<Message>) =>
+    const prepare = (started: StartedTurn, claimed: ReadonlyArray<Message>, last: LastReply) =>
       Effect.gen(function* () {
         const { turn } = started
         const conversation = started.loaded?.conversation ?? (yield* messages.conversation(turn.conversationId))
@@ -112,29 +117,85 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
           conversation: conversation.value,
           workspace: workspace.value,
           messages: silent ? [] : claimed,
+          // The turn's last reply is held until the turn ends, so the files the agent left in its
+          // outbox go with it; each earlier one is recorded (and sent) when the next one comes.
           reply: (text) =>
             Effect.suspend(() => {
               if (scheduled && text.trim() === NO_REPLY) return Effect.void
               const idempotencyKey = `t${turn.id}:${n++}`
-              return Effect.zipRight(feed.replied(idempotencyKey), outbox.record(turn.conversationId, turn.id, [{ idempotencyKey, kind: "reply", text }]))
+              return Effect.zipRight(feed.replied(idempotencyKey), last.hold(idempotencyKey, text))
             }),
           notice: (key, text) => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey: `t${turn.id}:${key}`, kind: "notice", text }]),
           // Deltas belong to the next reply: they carry the key its delivery will have.
           progress: (event) => Effect.suspend(() => feed.delta(`t${turn.id}:${n}`, event.text)),
           ...(tokenBudget !== null ? { tokenBudget } : {})
         }
-        return yield* startAfresh(input)
+        const fresh = yield* startAfresh(input)
+        // The agent reads the files a message came with (saved in the inbox, or refused) under its text.
+        return { ...fresh, messages: fresh.messages.map(withFileLines) }
       })
+
+    /** The turn's last reply, held until the turn ends (see `reply`). */
+    interface LastReply {
+      readonly hold: (idempotencyKey: string, text: string) => Effect.Effect<void>
+      /** Records the held reply; with `workspace`, with the files of its outbox (a completed turn). */
+      readonly release: (workspace: Workspace | undefined) => Effect.Effect<void>
+      workspace: Workspace | undefined
+    }
+    const lastReply = (started: StartedTurn): LastReply => {
+      const { turn } = started
+      let held: { readonly idempotencyKey: string; readonly text: string } | undefined
+      const record = (idempotencyKey: string, text: string) => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey, kind: "reply", text }])
+      return {
+        workspace: undefined,
+        hold: (idempotencyKey, text) =>
+          Effect.suspend(() => {
+            const previous = held
+            held = { idempotencyKey, text }
+            return previous === undefined ? Effect.void : record(previous.idempotencyKey, previous.text)
+          }),
+        release: (workspace) =>
+          Effect.gen(function* () {
+            const reply = held
+            held = undefined
+            if (workspace === undefined) return reply === undefined ? undefined : yield* record(reply.idempotencyKey, reply.text)
+            const taken = yield* takeOutbox(workspaceDirOf(dataDir, workspace), config.files)
+            if (taken.files.length === 0 && taken.refused.length === 0) return reply === undefined ? undefined : yield* record(reply.idempotencyKey, reply.text)
+            for (const r of taken.refused) {
+              yield* Effect.logWarning("a file in the outbox was not attached").pipe(Effect.annotateLogs({ turn: turn.id, file: r.name, reason: r.reason }))
+            }
+            // Files without a reply to carry them get one of their own.
+            const key = reply?.idempotencyKey ?? `t${turn.id}:files`
+            const text = [
+              reply?.text ?? (taken.files.length > 0 ? `(Files: ${taken.files.map((f) => f.name).join(", ")})` : ""),
+              taken.refused.length > 0 ? refusedLine(taken.refused) : ""
+            ].filter((t) => t !== "").join("\n\n")
+            // Stored before the delivery is recorded, removed from the outbox after: a crash between
+            // them reruns the turn, whose reply finds its key (and its files) already recorded.
+            yield* deliveries.storeFiles(key, taken.files)
+            yield* record(key, text)
+            yield* taken.clear
+          })
+      }
+    }
+
+    const withFileLines = (m: Message): Message => {
+      const lines = fileLines(m.metadata)
+      return lines.length === 0 ? m : new Message({ ...m, text: `${m.text}\n${lines.join("\n")}` })
+    }
 
     const attempt = Effect.fnUntraced(function* (started: StartedTurn, claimed: ReadonlyArray<Message>) {
       const { turn, epoch } = started
       // The runs of scheduled messages end with the turn (complete, block or fail settles them).
       const ids = { turnId: turn.id, conversationId: turn.conversationId, attempt: turn.attempts }
       yield* bus.publish({ type: "turn.started", ...ids, executor: started.executor, messageIds: started.messageIds, adopted: started.adopted === true })
-      const outcome = yield* prepare(started, claimed).pipe(
+      const last = lastReply(started)
+      const outcome = yield* prepare(started, claimed, last).pipe(
         Effect.flatMap((input) =>
           // Nothing after a `/new`: no agent turn.
           input.messages.length === 0 && !started.adopted ? Effect.void : (started.adopted ? executor.adopt(input) : executor.execute(input)).pipe(
+            // An agent ran: its outbox goes with its last reply if the run completes.
+            Effect.ensuring(Effect.sync(() => { last.workspace = input.workspace })),
             Effect.timeoutFail({
               duration: Duration.seconds(input.workspace.sandbox.timeoutSeconds),
               onTimeout: () => new TurnFailed({ code: "turn_timeout", reason: `no answer within ${input.workspace.sandbox.timeoutSeconds}s`, retryable: true })
@@ -147,8 +208,9 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         Effect.catchAllDefect((defect) => new TurnFailed({ code: "executor_defect", reason: Cause.pretty(Cause.die(defect)).split("\n")[0] ?? "defect", retryable: true })),
         Effect.either
       )
+      const blocked = outcome._tag === "Right" && outcome.right instanceof TurnBlocked ? outcome.right : null
+      yield* last.release(outcome._tag === "Right" && blocked === null ? last.workspace : undefined)
       if (outcome._tag === "Right") {
-        const blocked = outcome.right instanceof TurnBlocked ? outcome.right : null
         if (blocked === null) {
           if (!(yield* turns.complete(turn.id, epoch))) return TurnOutcome.Lost()
           yield* bus.publish({ type: "turn.completed", ...ids, code: "ok" })

@@ -19,6 +19,22 @@ export interface OutboundDelivery {
    * after the text, as one more part (src/channels/parts.ts `audioKey`).
    */
   readonly audio?: OutboundAudio
+  /**
+   * Files the agent left in its outbox during the turn, for a channel that declares `files`: on
+   * the turn's last reply, the same bytes on every send. Send each after the text (and audio) as
+   * one more part (src/channels/parts.ts `fileKey`).
+   */
+  readonly files?: ReadonlyArray<OutboundFile>
+}
+
+/** A file a reply carries. */
+export interface OutboundFile {
+  /** 1-based, the file's part number (`<key>#file<n>`). */
+  readonly n: number
+  /** Safe as one path segment. */
+  readonly name: string
+  readonly mimeType: string
+  readonly bytes: Uint8Array
 }
 
 /** A reply's audio, in the format its channel declared. */
@@ -42,6 +58,11 @@ export interface Channel {
    * `wav` otherwise). The replies of a voice workspace then come with `audio`; without it, text only.
    */
   readonly audio?: "wav" | "ogg_opus"
+  /**
+   * Optional: the platform carries files. Replies then come with `files` (the agent's outbox);
+   * without it, text only.
+   */
+  readonly files?: boolean
   /** Sends; resolves when the platform accepted it. A rejection marks the delivery failed. */
   send(delivery: OutboundDelivery): Promise<void>
   /**

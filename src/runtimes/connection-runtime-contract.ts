@@ -29,6 +29,13 @@ export interface IngestMessageInput {
    * idempotency key): the same id with another fingerprint then answers `conflict: true`.
    */
   readonly fingerprint?: string
+  /**
+   * Files the user sent (a photo, a document). Each one within `files:` of pynchy.yaml (size,
+   * type, count) is saved in the workspace at `/workspace/inbox/<conversation>/` before the message
+   * commits, and the agent is told its path; the others are named in the message's metadata with
+   * why they were refused (`files`, `filesRefused`). The message is stored either way.
+   */
+  readonly files?: ReadonlyArray<{ readonly name: string; readonly mimeType?: string; readonly bytes: Uint8Array }>
   readonly cursor?: { readonly stream: string; readonly position: string; readonly order: number }
 }
 

@@ -47,16 +47,93 @@ const openRegular = async (root: string, file: string): Promise<fsp.FileHandle |
   }
 }
 
+/** Reads at most `maxBytes + 1` bytes of an opened file: more than `maxBytes` means too large. */
+const readCapped = async (opened: fsp.FileHandle, maxBytes: number): Promise<Buffer | string> => {
+  try {
+    const buffer = Buffer.alloc(maxBytes + 1)
+    const { bytesRead } = await opened.read(buffer, 0, maxBytes + 1, 0)
+    return bytesRead > maxBytes ? `larger than ${maxBytes} bytes` : buffer.subarray(0, bytesRead)
+  } finally {
+    await opened.close()
+  }
+}
+
 /** Reads at most `maxBytes` of a regular file under `root`; anything else is refused with a reason (never its content). */
 export const readUntrusted = async (root: string, file: string, maxBytes: number): Promise<UntrustedRead> => {
   const opened = await openRegular(root, file)
   if (typeof opened === "string") return refused(opened)
-  try {
-    const buffer = Buffer.alloc(maxBytes + 1)
-    const { bytesRead } = await opened.read(buffer, 0, maxBytes + 1, 0)
-    return bytesRead > maxBytes ? refused(`larger than ${maxBytes} bytes`) : { _tag: "Read", text: buffer.subarray(0, bytesRead).toString("utf8") }
-  } finally {
+  const read = await readCapped(opened, maxBytes)
+  return typeof read === "string" ? refused(read) : { _tag: "Read", text: read.toString("utf8") }
+}
+
+export type UntrustedBytes = { readonly _tag: "Read"; readonly bytes: Uint8Array } | { readonly _tag: "Refused"; readonly reason: string }
+
+/** `readUntrusted`, for bytes (a file the agent leaves in its outbox). */
+export const readUntrustedBytes = async (root: string, file: string, maxBytes: number): Promise<UntrustedBytes> => {
+  const opened = await openRegular(root, file)
+  if (typeof opened === "string") return { _tag: "Refused", reason: opened }
+  const read = await readCapped(opened, maxBytes)
+  return typeof read === "string" ? { _tag: "Refused", reason: read } : { _tag: "Read", bytes: new Uint8Array(read) }
+}
+
+/**
+ * A folder under `root` (its path segments), opened without following any link, made when
+ * `create` and missing. `path` names it through the open handle (`/proc/self/fd/<n>`), so a
+ * segment swapped for a link after the check cannot redirect what is read, written or removed
+ * through it. A reason string when a segment is not a real folder, or lies outside `root`.
+ */
+export interface UntrustedFolder {
+  readonly path: string
+  readonly close: () => Promise<void>
+}
+
+const DIR_FLAGS = O_RDONLY | O_NOFOLLOW | fs.constants.O_DIRECTORY
+
+export const openUntrustedFolder = async (root: string, segments: ReadonlyArray<string>, create: boolean): Promise<UntrustedFolder | string> => {
+  const realRoot = await fsp.realpath(root).catch(() => "")
+  if (realRoot === "") return "missing"
+  const first: fsp.FileHandle | undefined = await fsp.open(realRoot, DIR_FLAGS).catch(() => undefined)
+  if (first === undefined) return "cannot be opened"
+  let handle: fsp.FileHandle = first
+  for (const segment of segments) {
+    const at: string = `/proc/self/fd/${handle.fd}/${segment}`
+    if (create) await fsp.mkdir(at, { mode: 0o755 }).catch(() => undefined)
+    const next: fsp.FileHandle | string = await fsp.open(at, DIR_FLAGS).catch((e: NodeJS.ErrnoException) => e.code ?? "ERROR")
+    await handle.close()
+    if (typeof next === "string") return next === "ENOENT" ? "missing" : next === "ELOOP" || next === "ENOTDIR" ? `${segment} is not a folder` : "cannot be opened"
+    handle = next
+  }
+  const opened = handle
+  const real = await fsp.readlink(`/proc/self/fd/${opened.fd}`).catch(() => "")
+  if (!inside(realRoot, real)) {
     await opened.close()
+    return "outside its folder"
+  }
+  return { path: `/proc/self/fd/${opened.fd}`, close: () => opened.close() }
+}
+
+/**
+ * Writes a file into a folder of the agent's (made when missing), whole or not at all: a temporary
+ * file created new (never through a link), then renamed over `name`. Resolves to a reason on failure.
+ */
+export const writeUntrusted = async (root: string, segments: ReadonlyArray<string>, name: string, bytes: Uint8Array): Promise<string | undefined> => {
+  const folder = await openUntrustedFolder(root, segments, true)
+  if (typeof folder === "string") return folder
+  const tmp = `${folder.path}/.${name}.${process.pid}-${Math.random().toString(36).slice(2)}.partial`
+  try {
+    const file = await fsp.open(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | O_NOFOLLOW, 0o644)
+    try {
+      await file.writeFile(bytes)
+    } finally {
+      await file.close()
+    }
+    await fsp.rename(tmp, `${folder.path}/${name}`)
+    return undefined
+  } catch (e) {
+    await fsp.unlink(tmp).catch(() => undefined)
+    return `cannot be written (${(e as NodeJS.ErrnoException).code ?? "error"})`
+  } finally {
+    await folder.close()
   }
 }
 

@@ -44,6 +44,17 @@ describe.each(databases())("stores on the $name database", ({ layer }) => {
       assert.deepStrictEqual([...(yield* store.audioFormats(["t1:0", "t1:1"]))], [["t1:0", "wav"]])
     })))
 
+  it.effect("a delivery's files are stored once, numbered from 1, read back byte for byte; lists carry no bytes", () =>
+    run(Effect.gen(function* () {
+      const store = yield* DeliveryStore
+      const files = [{ name: "a.png", mimeType: "image/png", bytes: new Uint8Array([0, 255, 1]) }, { name: "b.txt", mimeType: "text/plain", bytes: new Uint8Array([104, 105]) }]
+      yield* store.storeFiles("t2:0", files)
+      yield* store.storeFiles("t2:0", [{ name: "other.pdf", mimeType: "application/pdf", bytes: new Uint8Array([9]) }])
+      assert.deepStrictEqual(yield* store.filesOf("t2:0"), files.map((f, i) => ({ n: i + 1, ...f })))
+      assert.deepStrictEqual(yield* store.filesOf("t2:1"), [])
+      assert.deepStrictEqual([...(yield* store.fileLists(["t2:0", "t2:1"]))], [["t2:0", [{ n: 1, name: "a.png", mimeType: "image/png" }, { n: 2, name: "b.txt", mimeType: "text/plain" }]]])
+    })))
+
   it.effect("ingest writes a receipt per provider event and dedups repeats, in and across batches", () =>
     run(Effect.gen(function* () {
       const store = yield* MessageStore

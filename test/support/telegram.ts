@@ -6,6 +6,9 @@
  *   offset; a negative offset keeps the newest ones) and long-polls up to `timeout` seconds; the
  *   emulator alone hands an update out once and answers at once;
  * - sendChatAction is answered and recorded (the emulator does not know it);
+ * - files, which the emulator does not know either: getFile and the file URL
+ *   (`/file/bot<token>/<file_path>`) serve what a test added with `addFile`, and sendDocument
+ *   (multipart, like sendVoice) keeps what the bot sent;
  * - faults on demand: a 429 with `retry_after` for the next calls of a method, raw updates
  *   (malformed, unknown types), and an outage (the front stops listening: connection refused).
  *
@@ -38,6 +41,12 @@ export interface Telegram {
    * emulator has no `sendVoice`: this front answers it as the Bot API does and keeps the file.
    */
   readonly voices: (chatId: number) => ReadonlyArray<Uint8Array>
+  /** The documents the bot sent to a chat (the files of its multipart `sendDocument` calls), with their file names. */
+  readonly documents: (chatId: number) => ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array }>
+  /** Makes a file the Bot API serves (a user's upload): its file_id for an injected update. */
+  readonly addFile: (bytes: Uint8Array) => string
+  /** The file paths downloaded through the file URL. */
+  readonly downloads: () => ReadonlyArray<string>
   /** After `skip` calls, the next `times` calls of `method` answer 429 with `retry_after` seconds. */
   readonly floodNext: (method: string, times: number, retryAfterSeconds: number, skip?: number) => void
   /** When each call of `method` arrived (performance.now()), and when each 429 was answered. */
@@ -64,7 +73,7 @@ const freePort = () =>
 const unescape = (s: string) => s.replace(/\\([\s\S])/g, "$1")
 
 /** The parts of a multipart/form-data body by name (grammy's uploads; undici cannot parse its stream's framing). */
-const multipart = (body: Buffer, contentType: string): Map<string, Buffer> => {
+const multipart = (body: Buffer, contentType: string, filenames?: Map<string, string>): Map<string, Buffer> => {
   const parts = new Map<string, Buffer>()
   const boundary = /boundary=("?)([^";]+)\1/.exec(contentType)?.[2]
   if (boundary === undefined) return parts
@@ -75,7 +84,10 @@ const multipart = (body: Buffer, contentType: string): Map<string, Buffer> => {
     if (next < 0) break
     const part = body.subarray(at + delimiter.length, next)
     const headerEnd = part.indexOf("\r\n\r\n")
-    const name = /name="([^"]+)"/.exec(part.subarray(0, headerEnd).toString("utf8"))?.[1]
+    const head = part.subarray(0, headerEnd).toString("utf8")
+    const name = /\bname="([^"]+)"/.exec(head)?.[1]
+    const filename = /filename="?([^"\r\n;]*)"?/.exec(head)?.[1]
+    if (name !== undefined && filename !== undefined) filenames?.set(name, filename)
     // The content ends before the CRLF that precedes the next delimiter.
     if (headerEnd >= 0 && name !== undefined) parts.set(name, part.subarray(headerEnd + 4, part.length - 2))
     at = next
@@ -92,6 +104,9 @@ export const startTelegram = async (token = "123456:TEST-token"): Promise<Telegr
   const actions: Array<{ chatId: string; action: string }> = []
   const voices: Array<{ chatId: string; bytes: Uint8Array }> = []
   let voiceIds = 1_000_000
+  const documents: Array<{ chatId: string; name: string; bytes: Uint8Array }> = []
+  const files = new Map<string, { path: string; bytes: Uint8Array }>()
+  const downloads: Array<string> = []
   const floods = new Map<string, { times: number; retryAfter: number; skip: number }>()
   const times = new Map<string, Array<{ at: number; flooded: boolean }>>()
 
@@ -149,6 +164,14 @@ export const startTelegram = async (token = "123456:TEST-token"): Promise<Telegr
     const chunks: Array<Buffer> = []
     req.on("data", (c: Buffer) => chunks.push(c))
     req.on("end", () => {
+      const file = /^\/file\/bot([^/]+)\/(.+)$/.exec(req.url ?? "")
+      if (file !== null) {
+        const found = [...files.values()].find((f) => f.path === file[2])
+        if (file[1] !== token || found === undefined) return answer(res, 404, { ok: false, error_code: 404, description: "Not Found" })
+        downloads.push(found.path)
+        res.writeHead(200, { "content-type": "application/octet-stream" })
+        return res.end(Buffer.from(found.bytes))
+      }
       const match = /^\/bot([^/]+)\/(\w+)/.exec(req.url ?? "")
       if (match === null) return answer(res, 404, { ok: false, error_code: 404, description: "Not Found" })
       const method = match[2]!
@@ -183,6 +206,24 @@ export const startTelegram = async (token = "123456:TEST-token"): Promise<Telegr
           if (voice === undefined || chatId === undefined) return answer(res, 400, { ok: false, error_code: 400, description: "Bad Request: voice must be an uploaded file" })
           voices.push({ chatId, bytes: new Uint8Array(voice) })
           answer(res, 200, { ok: true, result: { message_id: voiceIds++, date: 0, chat: { id: Number(chatId), type: "private" }, voice: { file_id: `voice-${voiceIds}`, duration: 1 } } })
+        })
+        : method === "getFile"
+        ? Promise.resolve().then(() => {
+          const f = files.get(String(params["file_id"]))
+          if (f === undefined) return answer(res, 400, { ok: false, error_code: 400, description: "Bad Request: invalid file_id" })
+          answer(res, 200, { ok: true, result: { file_id: String(params["file_id"]), file_unique_id: String(params["file_id"]), file_size: f.bytes.byteLength, file_path: f.path } })
+        })
+        : method === "sendDocument"
+        ? Promise.resolve().then(() => {
+          const names = new Map<string, string>()
+          const form = multipart(body, req.headers["content-type"] ?? "", names)
+          const field = form.get("document")?.toString("utf8")
+          const part = field?.startsWith("attach://") ? field.slice("attach://".length) : "document"
+          const document = form.get(part)
+          const chatId = form.get("chat_id")?.toString("utf8")
+          if (document === undefined || chatId === undefined) return answer(res, 400, { ok: false, error_code: 400, description: "Bad Request: document must be an uploaded file" })
+          documents.push({ chatId, name: names.get(part) ?? "", bytes: new Uint8Array(document) })
+          answer(res, 200, { ok: true, result: { message_id: voiceIds++, date: 0, chat: { id: Number(chatId), type: "private" }, document: { file_id: `doc-${voiceIds}`, file_unique_id: `doc-${voiceIds}` } } })
         })
         : forward(method, body, req, res)
       work.catch((e: unknown) => answer(res, 500, { ok: false, error_code: 500, description: String(e) }))
@@ -233,6 +274,13 @@ export const startTelegram = async (token = "123456:TEST-token"): Promise<Telegr
     }),
     chatActions: (chatId) => actions.filter((a) => a.chatId === String(chatId)).map((a) => a.action),
     voices: (chatId) => voices.filter((v) => v.chatId === String(chatId)).map((v) => v.bytes),
+    documents: (chatId) => documents.filter((d) => d.chatId === String(chatId)).map((d) => ({ name: d.name, bytes: d.bytes })),
+    addFile: (bytes) => {
+      const id = `file-${files.size + 1}`
+      files.set(id, { path: `documents/${id}.bin`, bytes })
+      return id
+    },
+    downloads: () => downloads,
     floodNext: (method, n, retryAfterSeconds, skip = 0) => void floods.set(method, { times: n, retryAfter: retryAfterSeconds, skip }),
     callTimes: (method) => times.get(method) ?? [],
     inject: (update) => {

@@ -4,12 +4,13 @@
  * Effect-native connection runtime (src/runtimes/native-runtime.ts) on @effect/platform's
  * HttpServer: it listens in the runtime's scope and binds the outbound channel of its connection.
  *
- *   POST /v1/conversations/{place}/messages   {text, sender?}   Idempotency-Key: <key>
+ *   POST /v1/conversations/{place}/messages   {text, sender?, files?: [{name, type?, base64}]}   Idempotency-Key: <key>
  *        -> 202 {messageId, conversationId, duplicate}, only after the ingest committed
  *        -> 409 {error: "idempotency_key_reused"} when this token used the key in this place for another body
  *        -> 413 {error: "payload_too_large"} (after the body was read, so the client sees it)
  *   GET  /v1/conversations/{place}/replies?after=<id>  -> 200 {replies: [{id, key, kind, text, at}]}
  *   GET  /v1/conversations/{place}/replies/{id}/audio -> the audio of a spoken reply (audio/wav)
+ *   GET  /v1/conversations/{place}/replies/{id}/files/{n} -> file n of a reply (the agent's outbox)
  *   GET  /v1/conversations/{place}/stream             -> text/event-stream, `event: reply`
  *        (with an id), and `event: delta` (streamed text of the reply to come; no id, not replayed)
  *
@@ -22,6 +23,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Cause, Data, Deferred, Effect, Option } from "effect"
 import { createHash } from "node:crypto"
 import * as http from "node:http"
+import { FilesConfig } from "../../config/files.js"
 import { readTokenHashes, tokenMatcher } from "../../config/token-hashes.js"
 import { DeliveryStore } from "../../db/DeliveryStore.js"
 import type { Channel } from "../../pipeline/channel-contract.js"
@@ -38,6 +40,8 @@ export interface HttpRuntimeOptions {
   readonly settings: HttpSettings
   /** tokensFile is relative to it. */
   readonly dataDir: string
+  /** `files:` of pynchy.yaml (default: its defaults). */
+  readonly files?: FilesConfig
 }
 
 export interface HttpRuntime extends NativeConnectionRuntime {
@@ -70,7 +74,7 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
         const closing = yield* Deferred.make<void>()
         // Audio URLs are paths of this server unless `publicUrl` gives their base.
         const baseUrl = settings.publicUrl === undefined ? undefined : yield* resolvePublicUrl(settings.publicUrl, "", `connections.${name}.publicUrl`)
-        const router = makeRouter({ name, settings, context, deliveries, hub, closing, ...(baseUrl !== undefined ? { baseUrl } : {}) })
+        const router = makeRouter({ name, settings, context, deliveries, hub, closing, files: options.files ?? FilesConfig.make({}), ...(baseUrl !== undefined ? { baseUrl } : {}) })
 
         const app = Effect.gen(function* () {
           const req = yield* HttpServerRequest.HttpServerRequest
@@ -112,6 +116,8 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
           idempotentResends: true,
           // A spoken reply's audio is stored before this send (src/speech): the replies list its URL.
           audio: "wav",
+          // A reply's files (the agent's outbox) are stored before this send: the replies list their URLs.
+          files: true,
           send: (delivery) => {
             if (!listening) return Promise.reject(new Error(`http connection '${name}' is closed`))
             hub.delivered(delivery.place)

@@ -2,15 +2,18 @@
  * The routes of the HTTP API on @effect/platform's HttpRouter, every input decoded with Schema:
  * the place (path), the Idempotency-Key (header), `after` / Last-Event-ID, and the JSON body.
  * HttpRuntime.ts serves it; README of the API: docs/channels.md. A spoken reply's audio is served
- * at `/v1/conversations/{place}/replies/{id}/audio`, to the token the reply is for.
+ * at `/v1/conversations/{place}/replies/{id}/audio`, and a reply's files at `.../replies/{id}/files/{n}`,
+ * to the token the reply is for.
  */
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Context, Data, type Deferred, Effect, Option, type ParseResult, Schema } from "effect"
-import { randomUUID } from "node:crypto"
+import { createHash, randomUUID } from "node:crypto"
+import type { FilesConfig } from "../../config/files.js"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
+import { mimeTypeOf, refusalOf, safeName } from "../../files/names.js"
 import { ConversationId } from "../../domain/ids.js"
 import { problemsOf } from "../../domain/problems.js"
 import type { NativeRuntimeContext } from "../../runtimes/native-runtime.js"
@@ -23,9 +26,17 @@ import type { HttpSettings } from "./settings.js"
 /** The longest `text` a message may have, in characters (docs/channels.md). */
 export const MAX_TEXT_CHARS = 100_000
 
+/** A file posted with a message: its bytes in base64 (the whole body stays within `maxBodyBytes`). */
+const PostFile = Schema.Struct({
+  name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(1_000)),
+  type: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255))),
+  base64: Schema.Uint8ArrayFromBase64
+})
+
 export const PostBody = Schema.Struct({
   text: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_TEXT_CHARS)),
-  sender: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)))
+  sender: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255))),
+  files: Schema.optional(Schema.Array(PostFile).pipe(Schema.maxItems(100)))
 })
 const decodeBody = Schema.decodeUnknown(Schema.parseJson(PostBody), { errors: "all", onExcessProperty: "error" })
 const Place = Schema.String.pipe(Schema.filter((p) => (p.trim() !== "" && p.length <= 255) || "must be 1-255 characters"))
@@ -35,6 +46,10 @@ const PostHeaders = Schema.Struct({ "idempotency-key": Schema.optionalWith(Idemp
 const ReplyId = Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative(), Schema.lessThanOrEqualTo(Number.MAX_SAFE_INTEGER))
 const AfterId = Schema.String.pipe(Schema.pattern(/^\d{1,16}$/, { message: () => "must be a reply id (a non-negative integer)" }), Schema.compose(ReplyId))
 const AudioParams = Schema.Struct({ id: Schema.String.pipe(Schema.pattern(/^[1-9]\d{0,15}$/, { message: () => "must be a reply id" }), Schema.compose(ReplyId)) })
+const FileParams = Schema.Struct({
+  ...AudioParams.fields,
+  n: Schema.String.pipe(Schema.pattern(/^[1-9]\d{0,2}$/, { message: () => "must be a file number" }), Schema.compose(Schema.NumberFromString))
+})
 const AfterQuery = Schema.Struct({ after: Schema.optionalWith(AfterId, { exact: true }) })
 const ResumeHeaders = Schema.Struct({ "last-event-id": Schema.optionalWith(AfterId, { exact: true }) })
 
@@ -77,6 +92,8 @@ export interface ApiOptions {
   readonly baseUrl?: string
   /** Completed when the runtime closes: open streams end. */
   readonly closing: Deferred.Deferred<void>
+  /** `files:` of pynchy.yaml: a posted file past them is answered 413 (too large) or 400, naming it. */
+  readonly files: FilesConfig
 }
 
 export const makeRouter = (options: ApiOptions) => {
@@ -97,8 +114,26 @@ export const makeRouter = (options: ApiOptions) => {
 
   /** Where a reply's audio is served: under the public base URL when one is set, else a path of this server. */
   const audioUrl = (place: string) => (id: number) => `${options.baseUrl ?? ""}/v1/conversations/${encodeURIComponent(place)}/replies/${id}/audio`
+  const fileUrl = (place: string) => (id: number, n: number) => `${options.baseUrl ?? ""}/v1/conversations/${encodeURIComponent(place)}/replies/${id}/files/${n}`
   const repliesAfter = (conversationId: ConversationId, place: string, client: string, after: number) =>
-    repliesAfterOf(deliveries, conversationId, client, after, settings.keepReplies, audioUrl(place))
+    repliesAfterOf(deliveries, conversationId, client, after, settings.keepReplies, audioUrl(place), fileUrl(place))
+
+  /** A posted file past `files:` is refused whole, naming it: the client can fix and resend. */
+  const checkFiles = (files: NonNullable<typeof PostBody.Type["files"]>) =>
+    Effect.gen(function* () {
+      if (files.length > options.files.maxFiles) {
+        return yield* new HttpFailure({ status: 400, body: { error: "too_many_files", problems: [{ path: "body.files", reason: `at most ${options.files.maxFiles} files per message` }] } })
+      }
+      for (const [i, f] of files.entries()) {
+        const why = refusalOf(f.base64.byteLength, f.type ?? mimeTypeOf(f.name), options.files)
+        if (why === undefined) continue
+        const tooLarge = f.base64.byteLength > options.files.maxBytes
+        return yield* new HttpFailure({
+          status: tooLarge ? 413 : 400,
+          body: { error: tooLarge ? "file_too_large" : "file_type_not_allowed", problems: [{ path: `body.files.${i}`, reason: `${safeName(f.name)}: ${why}` }] }
+        })
+      }
+    })
 
   const messages = Effect.gen(function* () {
     const { place } = yield* routedPlace
@@ -114,13 +149,18 @@ export const makeRouter = (options: ApiOptions) => {
       )
     )
     const body = yield* decodeBody(raw).pipe(Effect.mapError(invalid("body")))
-    const message = { sender: body.sender ?? "http", text: body.text }
+    const files = body.files ?? []
+    yield* checkFiles(files)
+    // The fingerprint covers the files too: a retry with other files under the same key is a conflict.
+    const message = { sender: body.sender ?? "http", text: body.text, ...(files.length > 0 ? { files: files.map((f) => ({ name: f.name, type: f.type ?? "", digest: createHash("sha256").update(f.base64).digest("hex") })) } : {}) }
     const key = headers["idempotency-key"]
     const result = yield* context.ingest({
       connection: name,
       place,
       metadata: { client: caller.client },
-      ...message,
+      sender: message.sender,
+      text: message.text,
+      ...(files.length > 0 ? { files: files.map((f) => ({ name: f.name, ...(f.type !== undefined ? { mimeType: f.type } : {}), bytes: f.base64 })) } : {}),
       ...(key === undefined
         ? { providerEventId: `anon:${randomUUID()}` }
         : { providerEventId: keyedEventId(caller.tokenHash, place, key), fingerprint: bodyDigest(message) })
@@ -163,6 +203,25 @@ export const makeRouter = (options: ApiOptions) => {
     })
   })
 
+  const file = Effect.gen(function* () {
+    const { conversationId } = yield* routedPlace
+    yield* method("GET")
+    const { client } = yield* Caller
+    const { id, n } = yield* HttpRouter.schemaPathParams(FileParams).pipe(Effect.mapError(invalid("")))
+    const notFound = new HttpFailure({ status: 404, body: { error: "not_found" } })
+    // The reply must be this client's, like every reply it reads.
+    const [reply] = yield* deliveries.ofClient({ conversationId, client, after: id - 1, limit: 1 })
+    if (reply === undefined || reply.id !== id) return yield* notFound
+    const stored = (yield* deliveries.filesOf(reply.idempotencyKey)).find((f) => f.n === n)
+    if (stored === undefined) return yield* notFound
+    return HttpServerResponse.uint8Array(stored.bytes, {
+      status: 200,
+      contentType: stored.mimeType,
+      // Always a download, never rendered in the API's origin (the agent chose its bytes).
+      headers: { "cache-control": "private, max-age=86400", "content-disposition": `attachment; filename="${stored.name.replace(/[^\x20-\x7e]|"/g, "_")}"`, "x-content-type-options": "nosniff" }
+    })
+  })
+
   const stream = Effect.gen(function* () {
     const { conversationId, place } = yield* routedPlace
     yield* method("GET")
@@ -171,13 +230,14 @@ export const makeRouter = (options: ApiOptions) => {
     const resume = yield* HttpServerRequest.schemaHeaders(ResumeHeaders).pipe(Effect.mapError(invalid("header", { "last-event-id": "Last-Event-ID" })))
     const after = query.after ?? resume["last-event-id"] ?? 0
 
-    return replyStream({ deliveries, hub, conversationId, place, client, after, pageSize: settings.keepReplies, audioUrl: audioUrl(place), closing: options.closing })
+    return replyStream({ deliveries, hub, conversationId, place, client, after, pageSize: settings.keepReplies, audioUrl: audioUrl(place), fileUrl: fileUrl(place), closing: options.closing })
   })
 
   return HttpRouter.empty.pipe(
     HttpRouter.all("/v1/conversations/:place/messages", messages),
     HttpRouter.all("/v1/conversations/:place/replies", replies),
     HttpRouter.all("/v1/conversations/:place/replies/:id/audio", audio),
+    HttpRouter.all("/v1/conversations/:place/replies/:id/files/:n", file),
     HttpRouter.all("/v1/conversations/:place/stream", stream)
   )
 }

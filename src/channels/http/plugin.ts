@@ -16,7 +16,7 @@ export default definePlugin({
     for (const { name, raw, routed } of connectionsOfKind(config, "http")) {
       // Decoded even when unrouted, so bad settings are reported either way.
       const settings = decodeHttpSettings(name, raw)
-      if (routed) runtimes.push(makeHttpRuntime({ name, settings, dataDir: path.resolve(config.dataDir) }))
+      if (routed) runtimes.push(makeHttpRuntime({ name, settings, dataDir: path.resolve(config.dataDir), files: config.files }))
     }
     return runtimes
   }

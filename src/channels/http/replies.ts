@@ -18,9 +18,19 @@ export interface Reply {
   readonly at: number
   /** The URL of its audio (a spoken reply); absent for text only. */
   readonly audio?: string
+  /** The files it carries (the agent's outbox), each with the URL that serves it; absent when none. */
+  readonly files?: ReadonlyArray<{ readonly name: string; readonly type: string; readonly url: string }>
 }
 
-export const replyOf = (d: Delivery, audio?: string): Reply => ({ id: d.id, key: d.idempotencyKey, kind: d.kind, text: d.text, at: d.createdAt, ...(audio !== undefined ? { audio } : {}) })
+export const replyOf = (d: Delivery, audio?: string, files?: Reply["files"]): Reply => ({
+  id: d.id,
+  key: d.idempotencyKey,
+  kind: d.kind,
+  text: d.text,
+  at: d.createdAt,
+  ...(audio !== undefined ? { audio } : {}),
+  ...(files !== undefined && files.length > 0 ? { files } : {})
+})
 
 /** Streamed text of the reply that will arrive with `key` (the `event: delta` of the stream). */
 export interface Delta {

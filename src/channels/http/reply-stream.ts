@@ -25,6 +25,8 @@ export interface ReplyStreamOptions {
   readonly pageSize: number
   /** The URL of a reply's audio, where the server serves it. */
   readonly audioUrl?: (replyId: number) => string
+  /** The URL of a reply's file `n`, where the server serves it. */
+  readonly fileUrl?: (replyId: number, n: number) => string
   /** Completed when the server closes: the stream ends. */
   readonly closing: Deferred.Deferred<void>
 }
@@ -33,16 +35,24 @@ export interface ReplyStreamOptions {
  * The client's replies after `after`, up to `limit`, up to the first one the outbox has not begun
  * to send (it is listed once its send begins: a spoken reply's audio is stored by then, and a
  * client that moves its cursor past a reply never misses what comes with it). With `audioUrl`, a
- * reply whose audio is stored (a spoken reply, src/speech) carries `audio`, the URL that serves it.
+ * reply whose audio is stored (a spoken reply, src/speech) carries `audio`, the URL that serves it;
+ * with `fileUrl`, a reply with files (the agent's outbox) lists them with their URLs.
  */
-export const repliesAfter = (deliveries: DeliveryStore.Service, conversationId: ConversationId, client: string, after: number, limit: number, audioUrl?: (replyId: number) => string) =>
+export const repliesAfter = (deliveries: DeliveryStore.Service, conversationId: ConversationId, client: string, after: number, limit: number, audioUrl?: (replyId: number) => string, fileUrl?: (replyId: number, n: number) => string) =>
   Effect.gen(function* () {
     const recorded = yield* deliveries.ofClient({ conversationId, client, after, limit })
     const unsent = recorded.findIndex((d) => d.status === "pending" && d.attempts === 0)
     const ds = unsent === -1 ? recorded : recorded.slice(0, unsent)
-    if (audioUrl === undefined) return ds.map((d) => replyOf(d))
-    const spoken = yield* deliveries.audioFormats(ds.filter((d) => d.kind === "reply").map((d) => d.idempotencyKey))
-    return ds.map((d) => replyOf(d, spoken.has(d.idempotencyKey) ? audioUrl(d.id) : undefined))
+    if (audioUrl === undefined && fileUrl === undefined) return ds.map((d) => replyOf(d))
+    const keys = ds.filter((d) => d.kind === "reply").map((d) => d.idempotencyKey)
+    const spoken = audioUrl === undefined ? new Map<string, unknown>() : yield* deliveries.audioFormats(keys)
+    const files = fileUrl === undefined ? new Map<string, ReadonlyArray<{ readonly n: number; readonly name: string; readonly mimeType: string }>>() : yield* deliveries.fileLists(keys)
+    return ds.map((d) =>
+      replyOf(
+        d,
+        spoken.has(d.idempotencyKey) ? audioUrl?.(d.id) : undefined,
+        files.get(d.idempotencyKey)?.map((f) => ({ name: f.name, type: f.mimeType, url: fileUrl!(d.id, f.n) }))
+      ))
   })
 
 export const replyStream = (options: ReplyStreamOptions): HttpServerResponse.HttpServerResponse => {
@@ -58,7 +68,7 @@ export const replyStream = (options: ReplyStreamOptions): HttpServerResponse.Htt
     const newReplies: Effect.Effect<Array<string>> = Effect.gen(function* () {
       const out: Array<string> = []
       while (true) {
-        const page = yield* repliesAfter(deliveries, conversationId, client, last, pageSize, options.audioUrl)
+        const page = yield* repliesAfter(deliveries, conversationId, client, last, pageSize, options.audioUrl, options.fileUrl)
         for (const r of page) {
           last = r.id
           seen.add(r.key)

@@ -1,6 +1,7 @@
 /**
  * The few Bot API calls the Telegram runtime needs, through grammy's `Api` client: getMe,
- * getUpdates, sendMessage and sendChatAction. grammy is loaded on first use (an optional
+ * getUpdates, sendMessage, sendChatAction, sendVoice, sendDocument and getFile (a file's bytes
+ * come from the Bot API's file URL, read with a cap). grammy is loaded on first use (an optional
  * dependency: the CLI bundle must load without it). Updates come back as `unknown` and are
  * decoded one by one by the runtime, so one malformed update cannot spoil a batch.
  *
@@ -44,6 +45,10 @@ export interface TelegramApi {
   readonly sendChatAction: (chatId: string, action: "typing") => Effect.Effect<void, TelegramApiError>
   /** Sends a voice note (OGG/Opus); resolves with its message id. */
   readonly sendVoice: (chatId: string, ogg: Uint8Array) => Effect.Effect<number, TelegramApiError>
+  /** Sends a file as a document; resolves with its message id. */
+  readonly sendDocument: (chatId: string, bytes: Uint8Array, fileName: string) => Effect.Effect<number, TelegramApiError>
+  /** The bytes of a file a user sent (getFile, then its file URL), refused past `maxBytes` without reading further. */
+  readonly download: (fileId: string, maxBytes: number) => Effect.Effect<Uint8Array, TelegramApiError>
 }
 
 /** Errors of node's fetch stack that mean the request never left this machine. */
@@ -76,6 +81,20 @@ const toError = (operation: string) => (e: unknown): TelegramApiError => {
 type GrammySignal = NonNullable<Parameters<Api["getMe"]>[0]>
 
 const MessageSent = Schema.Struct({ message_id: Schema.Number })
+const FileInfo = Schema.Struct({ file_path: Schema.String.pipe(Schema.pattern(/^[\w./-]{1,512}$/)), file_size: Schema.optional(Schema.Number) })
+
+/** Reads a response body up to `maxBytes`; a longer one is cut off and refused. */
+const readCapped = async (res: Response, maxBytes: number): Promise<Uint8Array | undefined> => {
+  if (res.body === null) return new Uint8Array()
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength
+    if (size > maxBytes) return undefined
+    chunks.push(chunk)
+  }
+  return new Uint8Array(Buffer.concat(chunks))
+}
 const Me = Schema.Struct({ id: Schema.Number, username: Schema.optional(Schema.String) })
 
 /** grammy itself, or a typed failure naming the missing package. */
@@ -88,7 +107,8 @@ export const make = (token: string, apiRoot: string): Effect.Effect<TelegramApi,
   Effect.gen(function* () {
     const grammy = yield* loadGrammy
     // Requests are bounded by the caller (an Effect deadline or interruption aborts the signal).
-    const api: Api = new grammy.Api(token, { apiRoot: apiRoot.replace(/\/+$/, ""), timeoutSeconds: 120 })
+    const root = apiRoot.replace(/\/+$/, "")
+    const api: Api = new grammy.Api(token, { apiRoot: root, timeoutSeconds: 120 })
     const call = <A>(operation: string, run: (signal: GrammySignal) => Promise<A>) =>
       Effect.tryPromise({ try: (signal) => run(signal as unknown as GrammySignal), catch: toError(operation) })
     const decoded = <A, I>(operation: string, schema: Schema.Schema<A, I>) => (u: unknown) =>
@@ -109,6 +129,26 @@ export const make = (token: string, apiRoot: string): Effect.Effect<TelegramApi,
           Effect.map((m) => m.message_id)
         ),
       sendChatAction: (chatId, action) => call("sendChatAction", (signal) => api.sendChatAction(chatId, action, {}, signal)).pipe(Effect.asVoid),
+      sendDocument: (chatId, bytes, fileName) =>
+        call("sendDocument", (signal) => api.sendDocument(chatId, new grammy.InputFile(bytes, fileName), {}, signal)).pipe(
+          Effect.flatMap(decoded("sendDocument", MessageSent)),
+          Effect.map((m) => m.message_id)
+        ),
+      download: (fileId, maxBytes) =>
+        call("getFile", (signal) => api.getFile(fileId, signal)).pipe(
+          Effect.flatMap(decoded("getFile", FileInfo)),
+          Effect.filterOrFail((f) => f.file_size === undefined || f.file_size <= maxBytes, () => new TelegramApiError({ operation: "getFile", description: "file too large" })),
+          Effect.flatMap((f) =>
+            Effect.tryPromise({
+              try: async (signal) => {
+                const res = await fetch(`${root}/file/bot${token}/${f.file_path}`, { signal })
+                if (!res.ok) throw Object.assign(new Error("download refused"), { status: res.status })
+                return await readCapped(res, maxBytes)
+              },
+              catch: (e) => new TelegramApiError({ operation: "download", ...(typeof (e as { status?: unknown }).status === "number" ? { status: (e as { status: number }).status } : {}) })
+            })),
+          Effect.flatMap((bytes) => bytes === undefined ? new TelegramApiError({ operation: "download", description: "file too large" }) : Effect.succeed(bytes))
+        ),
       sendVoice: (chatId, ogg) =>
         call("sendVoice", (signal) => api.sendVoice(chatId, new grammy.InputFile(ogg, "reply.ogg"), {}, signal)).pipe(
           Effect.flatMap(decoded("sendVoice", MessageSent)),

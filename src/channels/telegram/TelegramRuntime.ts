@@ -14,6 +14,10 @@
  *   characters into parts sent under their own keys (../parts.ts): Telegram has no idempotent
  *   send, so a part whose outcome is unknown after a crash is never resent; the delivery ends
  *   `unknown` and the user gets a notice. 429 answers are retried after `retry_after`.
+ * - A photo or document (its caption as the text) is downloaded (getFile, capped at `files.maxBytes`)
+ *   and handed to ingest, which saves it in the workspace inbox; one past `files:` (size known
+ *   from Telegram, type) or that cannot be downloaded is not fetched and is named to the agent as
+ *   refused. The files of a reply (the agent's outbox) go out as documents after its text.
  * - While a turn of a chat runs, the bot shows as typing there (renewed every 4 s).
  * - isReady is true after a successful getUpdates and false from a failed one until the next
  *   success (exponential backoff capped at `maxBackoffMs`, or `retry_after` on a 429).
@@ -21,7 +25,9 @@
  * The first start of a connection (no cursor yet) begins from "now": pending updates are dropped.
  */
 import { Cause, Duration, Effect, Exit, FiberMap, Runtime, Schedule, Schema } from "effect"
+import { FilesConfig } from "../../config/files.js"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
+import { mimeTypeOf, refusalOf, safeName } from "../../files/names.js"
 import { type Channel, type OutboundDelivery, type ProgressEvent, SendOutcomeUnknown } from "../../pipeline/channel-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
 import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
@@ -29,7 +35,7 @@ import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import { toMarkdownV2 } from "./markdown-v2.js"
 import type { TelegramSettings } from "./settings.js"
 import * as TelegramApi from "./TelegramApi.js"
-import { decodeUpdate, nextOffset, receiptOf, senderOf } from "./updates.js"
+import { attachmentOf, decodeUpdate, nextOffset, receiptOf, senderOf, textOf, type TextUpdate } from "./updates.js"
 import { readToken as readConnectionToken } from "../token.js"
 
 export class TelegramRuntimeError extends Schema.TaggedError<TelegramRuntimeError>()("TelegramRuntimeError", {
@@ -55,6 +61,8 @@ export interface TelegramRuntimeOptions {
   readonly settings: TelegramSettings
   /** `tokenFile` is relative to it. */
   readonly dataDir: string
+  /** `files:` of pynchy.yaml (default: its defaults). */
+  readonly files?: FilesConfig
 }
 
 /** The bot token (`tokenEnv` or `tokenFile`), a failure as this runtime's error. */
@@ -65,6 +73,7 @@ const parseRefused = (e: TelegramApi.TelegramApiError) => e.status === 400 && /c
 
 export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConnectionRuntime => {
   const { name, settings } = options
+  const limits = options.files ?? FilesConfig.make({})
   let ready = false
   let closed = true
   const fail = (operation: string) => (e: { readonly message: string }) => new TelegramRuntimeError({ connection: name, operation, reason: e.message })
@@ -109,6 +118,8 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
           sendPart: ({ text }) => sendPart(delivery.place, text),
           // A spoken reply: a voice note after the text (Telegram plays OGG/Opus only).
           sendAudio: (audio) => Effect.asVoid(patiently(api.sendVoice(delivery.place, audio.bytes))),
+          // The agent's outbox: each file a document, after the text and audio.
+          sendFile: (file) => Effect.asVoid(patiently(api.sendDocument(delivery.place, file.bytes, file.name))),
           // An answer from Telegram, even an error, means it did not take the message.
           failure: (e) => ({ notSent: e.status !== undefined || e.notSent, reason: e.message })
         })
@@ -126,6 +137,7 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
         // missing parts and never one whose outcome is unknown, so resending a delivery is safe.
         idempotentResends: true,
         audio: "ogg_opus",
+        files: true,
         send: (delivery) =>
           closed
             ? Promise.reject(new Error(`telegram connection '${name}' is closed`))
@@ -138,6 +150,24 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
         progress: (event) => (closed ? undefined : Runtime.runPromise(runtime)(Effect.asVoid(progress(event))))
       }
       yield* context.bindChannel(channel)
+
+      /** The file of a message, downloaded within `files:`; or why it was not. */
+      const fileOf = (update: TextUpdate) =>
+        Effect.gen(function* () {
+          const attachment = attachmentOf(update)
+          if (attachment === undefined) return {}
+          const shown = safeName(attachment.name)
+          const type = attachment.mimeType ?? mimeTypeOf(attachment.name)
+          const why = refusalOf(attachment.size ?? 0, type, limits)
+          if (why !== undefined) return { refused: [{ name: shown, reason: why }] }
+          const bytes = yield* patiently(api.download(attachment.fileId, limits.maxBytes)).pipe(Effect.either)
+          if (bytes._tag === "Left") {
+            yield* Effect.logWarning("telegram file not downloaded").pipe(Effect.annotateLogs({ update: update.update_id, reason: bytes.left.message }))
+            const tooLarge = bytes.left.description === "file too large"
+            return { refused: [{ name: shown, reason: tooLarge ? `too large (the limit is ${limits.maxBytes} bytes)` : "could not be downloaded from Telegram" }] }
+          }
+          return { files: [{ name: attachment.name, mimeType: type, bytes: bytes.right }] }
+        })
 
       const ingestBatch = (batch: ReadonlyArray<unknown>) =>
         Effect.gen(function* () {
@@ -156,25 +186,29 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
             const chatId = String(message.chat.id)
             const route = routeOf(routes, chatId)
             if (route === undefined || message.from?.is_bot === true || message.from?.id === me.id) continue
-            if (message.text.length > settings.maxInboundChars) {
-              yield* Effect.logWarning("telegram message refused: too long").pipe(Effect.annotateLogs({ update: update.update_id, chars: message.text.length, limit: settings.maxInboundChars }))
+            const text = textOf(update)
+            if (text.length > settings.maxInboundChars) {
+              yield* Effect.logWarning("telegram message refused: too long").pipe(Effect.annotateLogs({ update: update.update_id, chars: text.length, limit: settings.maxInboundChars }))
               continue
             }
             const triggered = isTriggered({
-              text: message.text,
+              text,
               direct: message.chat.type === "private",
               trigger: route.trigger,
               handle,
               repliesToBot: message.reply_to_message?.from?.id === me.id
             })
+            const file = yield* fileOf(update)
             order += 1
             yield* context.ingest({
               connection: name,
               place: chatId,
               providerEventId: receiptOf(update),
               sender: senderOf(update),
-              text: message.text,
+              text,
+              ...(file.files !== undefined ? { files: file.files } : {}),
               metadata: {
+                ...(file.refused !== undefined ? { filesRefused: file.refused } : {}),
                 updateId: update.update_id,
                 messageId: message.message_id,
                 chatType: message.chat.type,

@@ -17,7 +17,7 @@ export default definePlugin({
     const runtimes: Array<NativeConnectionRuntime> = []
     for (const { name, raw, routed } of connectionsOfKind(config, "telegram")) {
       const settings = decodeTelegramSettings(name, raw)
-      if (routed) runtimes.push(makeTelegramRuntime({ name, settings, dataDir: path.resolve(config.dataDir) }))
+      if (routed) runtimes.push(makeTelegramRuntime({ name, settings, dataDir: path.resolve(config.dataDir), files: config.files }))
     }
     return runtimes
   }
