@@ -4,7 +4,9 @@
  * send them again. Everything there is the agent's: it is read only through untrusted.ts (no link
  * followed, no FIFO or device opened, every read capped), and what is refused is named with why.
  */
+import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
+import * as path from "node:path"
 import { Effect } from "effect"
 import type { FilesConfig } from "../config/files.js"
 import { openUntrustedFolder, readUntrustedBytes } from "../sandbox/untrusted.js"
@@ -27,6 +29,21 @@ export interface OutboxTake {
 }
 
 const nothing: OutboxTake = { files: [], refused: [], clear: Effect.void }
+
+/**
+ * Whether the outbox holds anything but folders now (a real folder, not a link; nothing is
+ * opened or read): a reply is held for its files only then, so a turn without files is not
+ * slowed. What it names is taken, or refused, by `takeOutbox`.
+ */
+export const outboxHasFiles = (workspaceDir: string): Effect.Effect<boolean> =>
+  Effect.sync(() => {
+    const folder = path.join(workspaceDir, OUTBOX)
+    try {
+      return fs.lstatSync(folder).isDirectory() && fs.readdirSync(folder, { withFileTypes: true }).some((e) => !e.isDirectory())
+    } catch {
+      return false
+    }
+  })
 
 /** What the outbox of a workspace holds for the reply, within `limits`. */
 export const takeOutbox = (workspaceDir: string, limits: FilesConfig): Effect.Effect<OutboxTake> =>

@@ -7,7 +7,7 @@ import { TurnStore } from "../db/TurnStore.js"
 import type { ExecutorId, HostEpoch, MessageId } from "../domain/ids.js"
 import { isUntriggered, Message } from "../domain/message.js"
 import { fileLines } from "../files/inbox.js"
-import { refusedLine, takeOutbox } from "../files/outbox.js"
+import { outboxHasFiles, refusedLine, takeOutbox } from "../files/outbox.js"
 import { workspaceDirOf } from "../sandbox/folders.js"
 import { utcMidnight } from "../domain/task.js"
 import type { Turn } from "../domain/turn.js"
@@ -117,13 +117,14 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
           conversation: conversation.value,
           workspace: workspace.value,
           messages: silent ? [] : claimed,
-          // The turn's last reply is held until the turn ends, so the files the agent left in its
-          // outbox go with it; each earlier one is recorded (and sent) when the next one comes.
+          // A reply written while the agent's outbox holds files is held until the turn ends, so
+          // the files go with it (each earlier one is recorded when the next one comes); any other
+          // is recorded at once.
           reply: (text) =>
             Effect.suspend(() => {
               if (scheduled && text.trim() === NO_REPLY) return Effect.void
               const idempotencyKey = `t${turn.id}:${n++}`
-              return Effect.zipRight(feed.replied(idempotencyKey), last.hold(idempotencyKey, text))
+              return Effect.zipRight(feed.replied(idempotencyKey), last.hold(idempotencyKey, text, workspaceDirOf(dataDir, workspace.value)))
             }),
           notice: (key, text) => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey: `t${turn.id}:${key}`, kind: "notice", text }]),
           // Deltas belong to the next reply: they carry the key its delivery will have.
@@ -135,9 +136,9 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
         return { ...fresh, messages: fresh.messages.map(withFileLines) }
       })
 
-    /** The turn's last reply, held until the turn ends (see `reply`). */
+    /** The turn's last reply, held until the turn ends while its outbox has files (see `reply`). */
     interface LastReply {
-      readonly hold: (idempotencyKey: string, text: string) => Effect.Effect<void>
+      readonly hold: (idempotencyKey: string, text: string, workspaceDir: string) => Effect.Effect<void>
       /** Records the held reply; with `workspace`, with the files of its outbox (a completed turn). */
       readonly release: (workspace: Workspace | undefined) => Effect.Effect<void>
       workspace: Workspace | undefined
@@ -148,11 +149,13 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
       const record = (idempotencyKey: string, text: string) => outbox.record(turn.conversationId, turn.id, [{ idempotencyKey, kind: "reply", text }])
       return {
         workspace: undefined,
-        hold: (idempotencyKey, text) =>
-          Effect.suspend(() => {
+        hold: (idempotencyKey, text, workspaceDir) =>
+          Effect.gen(function* () {
             const previous = held
-            held = { idempotencyKey, text }
-            return previous === undefined ? Effect.void : record(previous.idempotencyKey, previous.text)
+            held = undefined
+            if (previous !== undefined) yield* record(previous.idempotencyKey, previous.text)
+            if (yield* outboxHasFiles(workspaceDir)) held = { idempotencyKey, text }
+            else yield* record(idempotencyKey, text)
           }),
         release: (workspace) =>
           Effect.gen(function* () {

@@ -8,7 +8,7 @@ import { ConversationId, ExecutorId } from "../../src/domain/ids.js"
 import { AgentExecutor, ExecutorLiveness, TurnFailed } from "../../src/pipeline/AgentExecutor.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
 import { tempDir } from "../support/db.js"
-import { awaitSettled, recordingConfig } from "../support/host.js"
+import { awaitLatestTurnEnded, awaitSettled, recordingConfig } from "../support/host.js"
 
 const quiet = Logger.minimumLogLevel(LogLevel.None)
 const conv = ConversationId.make("test:room")
@@ -44,9 +44,9 @@ describe("recovery of a turn whose executor survived the restart", () => {
         const ctx = yield* Layer.build(makeTestHost(config, { databaseFile, executor: executor("adopt") }).pipe(Layer.provide(quiet)))
         const settled = yield* awaitSettled(conv, 1).pipe(Effect.provide(ctx))
         assert.deepStrictEqual(settled.map((d) => [d.text, d.status, d.turnId]), [["adopted long job", "sent", first.turn.id]])
-        const [turn] = yield* Effect.flatMap(TurnStore, (t) => t.recent(conv, 5)).pipe(Effect.provide(ctx))
-        assert.strictEqual(turn!.id, first.turn.id)
-        assert.strictEqual(turn!.status, "completed")
+        const turn = yield* awaitLatestTurnEnded(conv).pipe(Effect.provide(ctx))
+        assert.strictEqual(turn.id, first.turn.id)
+        assert.strictEqual(turn.status, "completed")
         const message = yield* Effect.flatMap(MessageStore, (s) => s.get(first.messageId)).pipe(Effect.provide(ctx))
         assert.strictEqual(message._tag === "Some" ? message.value.handledBy : null, first.turn.id)
       }))

@@ -9,7 +9,7 @@ import type { AgentSessionRuntimeRegistry } from "../../src/runtimes/agent-sessi
 import { AgentSessions } from "../../src/runtimes/agent-session/AgentSessions.js"
 import type { SessionRef } from "../../src/runtimes/agent-session/runtime.js"
 import { tempDir } from "../support/db.js"
-import { awaitSettled, recordingConfig } from "../support/host.js"
+import { awaitLatestTurnEnded, awaitSettled, recordingConfig } from "../support/host.js"
 import { eventually } from "../support/eventually.js"
 
 const quiet = Logger.minimumLogLevel(LogLevel.None)
@@ -54,8 +54,8 @@ describe("delegated turns (agent-session runtimes)", () => {
             yield* agentSessions.attach(conv, { runtimeId: "ext", sessionId })
             yield* ingest(message(place, "1", "please do the thing"))
             const settled = yield* awaitSettled(conv, 2).pipe(Effect.provide(ctx))
-            const [turn] = yield* turns.recent(conv, 1)
-            return { delivered: settled.slice(1).map((d) => [d.kind, d.text]), turn: [turn!.status, turn!.error] }
+            const turn = yield* awaitLatestTurnEnded(conv).pipe(Effect.provide(ctx))
+            return { delivered: settled.slice(1).map((d) => [d.kind, d.text]), turn: [turn.status, turn.error] }
           })
 
         const completed = yield* outcome("done", "done")
@@ -76,6 +76,7 @@ describe("delegated turns (agent-session runtimes)", () => {
         yield* ingest(message("asking", "2", "use main"))
         const next = yield* awaitSettled(ConversationId.make("test:asking"), 3).pipe(Effect.provide(ctx))
         assert.deepStrictEqual(next.slice(2).map((d) => [d.kind, d.text]), [["reply", "main it is"]])
+        yield* awaitLatestTurnEnded(ConversationId.make("test:asking")).pipe(Effect.provide(ctx))
         const [answered, stillBlocked] = yield* turns.recent(ConversationId.make("test:asking"), 2)
         assert.deepStrictEqual([answered!.status, stillBlocked!.status, stillBlocked!.attempts], ["completed", "blocked", 1])
         assert.deepStrictEqual(sessions.asking!.prompts, ["please do the thing", "use main"])
@@ -125,8 +126,8 @@ describe("delegated turns (agent-session runtimes)", () => {
         assert.deepStrictEqual(settled.map((d) => [d.text, d.turnId]).at(-1), ["done while you were away", firstTurn.id])
         // Inspected, not replayed: `continue` saw the long request once.
         assert.deepStrictEqual(sessions.long!.prompts, ["please do the thing", "long one"])
-        const [turn] = yield* Effect.flatMap(TurnStore, (t) => t.recent(conv, 1)).pipe(Effect.provide(ctx))
-        assert.deepStrictEqual([turn!.id, turn!.status], [firstTurn.id, "completed"])
+        const turn = yield* awaitLatestTurnEnded(conv).pipe(Effect.provide(ctx))
+        assert.deepStrictEqual([turn.id, turn.status], [firstTurn.id, "completed"])
       }))
     }))
 })

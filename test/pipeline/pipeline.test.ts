@@ -1,12 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Ingest } from "../../src/pipeline/Ingest.js"
-import { TurnStore } from "../../src/db/TurnStore.js"
 import { MessageStore } from "../../src/db/MessageStore.js"
 import { ConversationId } from "../../src/domain/ids.js"
 import { makeTestHost } from "../../layers/test.js"
 import { tempDir } from "../support/db.js"
-import { awaitSettled, recordingConfig, sentLines } from "../support/host.js"
+import { awaitLatestTurnEnded, awaitSettled, recordingConfig, sentLines } from "../support/host.js"
 
 const msg = (id: string, text: string, place = "room") => ({ connection: "test", place, providerEventId: id, sender: "u", text })
 
@@ -26,10 +25,10 @@ describe("pipeline end to end (memory database, scripted executor, recording cha
       const settled = yield* awaitSettled(conv, 1).pipe(Effect.provide(ctx))
       assert.deepStrictEqual(settled.map((d) => [d.status, d.text]), [["sent", "echo: hello"]])
       assert.deepStrictEqual(sentLines(dir).map((l) => l.text), ["echo: hello"])
-      const [turn] = yield* Effect.flatMap(TurnStore, (t) => t.recent(conv, 5)).pipe(Effect.provide(ctx))
-      assert.strictEqual(turn!.status, "completed")
+      const turn = yield* awaitLatestTurnEnded(conv).pipe(Effect.provide(ctx))
+      assert.strictEqual(turn.status, "completed")
       const m = yield* Effect.flatMap(MessageStore, (s) => s.get(first.messageId)).pipe(Effect.provide(ctx))
-      assert.strictEqual(m._tag === "Some" ? m.value.handledBy : null, turn!.id)
+      assert.strictEqual(m._tag === "Some" ? m.value.handledBy : null, turn.id)
     }))
 
   it.scopedLive("bad payloads get a typed error naming the field; unrouted ones a NoRoute", () =>

@@ -4,7 +4,9 @@ import * as path from "node:path"
 import { decodeConfig } from "../../src/config/HostConfig.js"
 import type { PynchyConfig } from "../../src/config/schema.js"
 import { DeliveryStore } from "../../src/db/DeliveryStore.js"
+import { TurnStore } from "../../src/db/TurnStore.js"
 import type { ConversationId } from "../../src/domain/ids.js"
+import type { Turn } from "../../src/domain/turn.js"
 import { tempDir } from "./db.js"
 import { eventually } from "./eventually.js"
 
@@ -39,4 +41,17 @@ export const awaitSettled = (conversationId: ConversationId, n: number) =>
     eventually(
       Effect.map(store.byConversation(conversationId, 1_000), (all) => (all.filter((d) => d.status !== "pending").length >= n ? all : undefined)),
       { label: `${n} settled deliveries in ${conversationId}` }
+    ))
+
+/**
+ * The conversation's latest turn once it has ended (completed, blocked or failed). A reply is
+ * sent while its turn is still finishing, so a test that saw the reply waits for this before it
+ * reads the turn's status.
+ */
+export const awaitLatestTurnEnded = (conversationId: ConversationId) =>
+  Effect.flatMap(TurnStore, (turns) =>
+    eventually(
+      Effect.map(turns.recent(conversationId, 1), ([turn]): Turn | undefined =>
+        turn !== undefined && (turn.status === "completed" || turn.status === "blocked" || turn.status === "failed") ? turn : undefined),
+      { label: `the latest turn of ${conversationId} ended` }
     ))
