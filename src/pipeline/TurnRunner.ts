@@ -8,7 +8,7 @@ import type { ExecutorId, HostEpoch, MessageId } from "../domain/ids.js"
 import { isUntriggered, Message } from "../domain/message.js"
 import { fileLines } from "../files/inbox.js"
 import { outboxHasFiles, refusedLine, takeOutbox } from "../files/outbox.js"
-import { workspaceDirOf } from "../sandbox/folders.js"
+import { workspaceDirOf } from "../config/workspace-folder.js"
 import { utcMidnight } from "../domain/task.js"
 import type { Turn } from "../domain/turn.js"
 import type { Conversation, Workspace } from "../domain/workspace.js"
@@ -161,8 +161,10 @@ export class TurnRunner extends Context.Tag("pynchy/TurnRunner")<TurnRunner, Tur
           Effect.gen(function* () {
             const reply = held
             held = undefined
-            if (workspace === undefined) return reply === undefined ? undefined : yield* record(reply.idempotencyKey, reply.text)
-            const taken = yield* takeOutbox(workspaceDirOf(dataDir, workspace), config.files)
+            // Most turns leave no file: the outbox is only opened when it holds one.
+            const workspaceDir = workspace === undefined ? undefined : workspaceDirOf(dataDir, workspace)
+            if (workspaceDir === undefined || !(yield* outboxHasFiles(workspaceDir))) return reply === undefined ? undefined : yield* record(reply.idempotencyKey, reply.text)
+            const taken = yield* takeOutbox(workspaceDir, config.files)
             if (taken.files.length === 0 && taken.refused.length === 0) return reply === undefined ? undefined : yield* record(reply.idempotencyKey, reply.text)
             for (const r of taken.refused) {
               yield* Effect.logWarning("a file in the outbox was not attached").pipe(Effect.annotateLogs({ turn: turn.id, file: r.name, reason: r.reason }))

@@ -9,7 +9,6 @@
 import { createHash, randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type { Workspace } from "../domain/workspace.js"
 import { workspaceSkillsDir } from "./skills.js"
 
 export const SANDBOX_ID = /^[a-f0-9]{12}$/
@@ -25,25 +24,6 @@ export const hostDirOf = (dataDir: string, sid: string) => path.join(sandboxesDi
  */
 export const coreHomeOf = (dataDir: string, conversationId: string, core: string, contextStart: number) =>
   path.join(dataDir, "homes", createHash("sha256").update(conversationId).digest("hex").slice(0, 32), `${core.replace(/[^A-Za-z0-9._-]/g, "_")}-${contextStart}`)
-
-export const workspaceDirOf = (dataDir: string, w: Workspace) =>
-  w.folder !== undefined && path.isAbsolute(w.folder) ? w.folder : path.join(dataDir, "workspaces", w.folder ?? w.id)
-
-const within = (parent: string, child: string) => child === parent || child.startsWith(`${parent}${path.sep}`)
-
-/**
- * Why a workspace folder must not be handed to an agent, or undefined when it may: the data dir
- * (database, host-only folders, sockets) may neither lie inside it nor be it, and inside the data
- * dir only `workspaces/` holds workspaces.
- */
-export const unsafeWorkspaceFolder = (dataDir: string, workspaceDir: string): string | undefined => {
-  const data = path.resolve(dataDir)
-  const ws = path.resolve(workspaceDir)
-  if (within(ws, data)) return "it holds the data dir"
-  if (within(data, ws) && !within(path.join(data, "workspaces"), ws)) return "it lies in the data dir outside workspaces/"
-  if (ws === path.join(data, "workspaces")) return "it is the folder of all workspaces"
-  return undefined
-}
 
 /** Creates a folder the host owns (0700); an existing one is tightened to 0700. */
 export const ensurePrivateDir = (dir: string) => {

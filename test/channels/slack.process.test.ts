@@ -57,7 +57,7 @@ describe("Slack host process against the fake Slack", () => {
         const r = await runCli(["status"], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
         return /^runtime +sl \(slack\): ready/m.test(r.stdout) ? r.stdout : undefined
       }, { label: "status showing the runtime ready" }))
-      assert.match(status, /^cursor +sl\/events at \d+\.\d+ \(last event \d{4}-/m)
+      assert.match(status, /^cursor +sl\/events at \{"D7001":"\d+\.\d+"\} \(last event \d{4}-/m)
     } finally {
       await stopHost(host)
     }

@@ -14,7 +14,7 @@ import { Ingest } from "../../src/pipeline/Ingest.js"
 import { NEW_CONTEXT_NOTICE } from "../../src/pipeline/TurnRunner.js"
 import { runCli } from "../support/cli.js"
 import { tempDir } from "../support/db.js"
-import { awaitSettled, recordingConfig, sentLines } from "../support/host.js"
+import { awaitLatestTurnEnded, awaitSettled, recordingConfig, sentLines } from "../support/host.js"
 import { conv, inputFor } from "./support.js"
 
 const msg = (id: string, text: string) => ({ connection: "test", place: "room", providerEventId: id, sender: "u", text })
@@ -39,6 +39,7 @@ describe("/new", () => {
       ])
       const start = yield* Effect.flatMap(ContextStore, (s) => s.start(conv)).pipe(Effect.provide(ctx))
       assert.strictEqual(start.messageId, ingested.messageId)
+      yield* awaitLatestTurnEnded(conv).pipe(Effect.provide(ctx))
       const turns = yield* Effect.flatMap(TurnStore, (t) => t.recent(conv, 10)).pipe(Effect.provide(ctx))
       assert.isTrue(turns.every((t) => t.status === "completed"))
       // A turn after the last one: its history holds only what followed /new.

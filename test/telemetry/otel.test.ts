@@ -22,7 +22,7 @@ import { AgentExecutor, ExecutorLiveness } from "../../src/pipeline/AgentExecuto
 import { Ingest } from "../../src/pipeline/Ingest.js"
 import { TurnSpec } from "../../src/protocol/ipc.js"
 import { tempDir } from "../support/db.js"
-import { awaitSettled, recordingConfig, sentLines } from "../support/host.js"
+import { awaitLatestTurnEnded, awaitSettled, recordingConfig, sentLines } from "../support/host.js"
 import { otlpReceiver, type ReceivedSpan } from "../support/otlp.js"
 import { skipWithout } from "../support/system.js"
 import { chatAnswer, json, scriptedUpstream } from "../gateway/support.js"
@@ -157,6 +157,8 @@ describe("a turn rerun after a restart", () => {
         const ctx = yield* Layer.build(makeTestHost(config, { databaseFile }).pipe(Layer.provide(quiet)))
         const settled = yield* awaitSettled(conv, 1).pipe(Effect.provide(ctx))
         assert.strictEqual(settled[0]!.status, "sent")
+        // The reply goes out while its turn finishes: the run's span ends with the turn.
+        yield* awaitLatestTurnEnded(conv).pipe(Effect.provide(ctx))
       }))
 
       const ingest = one(receiver.spans.filter((s) => s.attributes["pynchy.message.id"] === first.messageId), "Ingest.ingest")
