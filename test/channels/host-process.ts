@@ -5,7 +5,9 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { createRequire } from "node:module"
 import * as path from "node:path"
+import { Effect } from "effect"
 import { BIN, cleanEnv } from "../support/cli.js"
+import { eventually } from "../support/eventually.js"
 
 export interface HostProcess {
   readonly child: ChildProcess
@@ -69,3 +71,10 @@ export const query = (file: string, sql: string, ...params: Array<unknown>): Arr
     db.close()
   }
 }
+
+/**
+ * Resolves once every delivery in the host's database is `sent`. A reply reaches the platform a
+ * moment before its delivery is marked, so a test that saw every reply waits for this, not reads it.
+ */
+export const awaitAllSent = (file: string) =>
+  Effect.runPromise(eventually(() => (query(file, "SELECT COUNT(*) AS n FROM deliveries WHERE status <> 'sent'")[0]!.n === 0 ? true : undefined), { label: "every delivery marked sent" }))
