@@ -44,7 +44,7 @@ describe("approvals across processes (built CLI, real host process)", () => {
     const env = { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") }
     const host = await startHost(dir)
     try {
-      const asked = runCli(["send", "-c", "cli:x", "!tool test.drop {\"table\":\"t\"}"], { cwd: dir, env })
+      const asked = await runCli(["send", "-c", "cli:x", "!tool test.drop {\"table\":\"t\"}"], { cwd: dir, env })
       assert.strictEqual(asked.code, 0, asked.stderr)
       assert.include(asked.stdout, "the running host was woken")
 
@@ -54,7 +54,7 @@ describe("approvals across processes (built CLI, real host process)", () => {
       })
       assert.isFalse(fs.existsSync(marker))
 
-      const approved = runCli(["send", "-c", "cli:x", `approve ${code}`], { cwd: dir, env })
+      const approved = await runCli(["send", "-c", "cli:x", `approve ${code}`], { cwd: dir, env })
       assert.strictEqual(approved.code, 0, approved.stderr)
       // Decided by the sending process before it exited, in the shared database.
       const [row] = query(path.join(dir, "data", "pynchy.db"), "SELECT status, decided_by AS decidedBy FROM approvals WHERE id = ?", code)

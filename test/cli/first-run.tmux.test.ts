@@ -8,7 +8,7 @@ import { afterAll, assert, describe, it } from "vitest"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { BIN, cleanEnv } from "../support/cli.js"
+import { BIN, runCli } from "../support/cli.js"
 import { tempDir } from "../support/db.js"
 import { skipWithout } from "../support/system.js"
 
@@ -82,12 +82,14 @@ describe.skipIf(skip)("the first run: pynchy start in a terminal", () => {
     // A draft on the prompt, then a reply for the `cli` connection (pynchy send) and a warning (a failed turn).
     tmux("send-keys", "-t", "configured", "half a thought")
     await until("configured", /^you› half a thought$/m)
-    const send = (conversation: string, text: string) =>
-      execFileSync(process.execPath, [BIN, "send", "-c", conversation, text], { cwd: dir, env: { ...cleanEnv(), PYNCHY_CONFIG: config }, encoding: "utf8" })
-    send("cli:default", "from outside")
+    const send = async (conversation: string, text: string) => {
+      const r = await runCli(["send", "-c", conversation, text], { cwd: dir, env: { PYNCHY_CONFIG: config } })
+      assert.strictEqual(r.code, 0, r.stderr)
+    }
+    await send("cli:default", "from outside")
     const printed = await until("configured", /^\[cli:default\] echo: from outside\n(?:.*\n)*you› half a thought\s*$/m)
     assert.strictEqual(lastLine(printed), "you› half a thought")
-    send("terminal:default", "!fatal")
+    await send("terminal:default", "!fatal")
     const warned = await until("configured", /WARN +turn attempt failed.*\n(?:.*\n)*you› half a thought\s*$/)
     assert.strictEqual(lastLine(warned), "you› half a thought")
     assert.notInclude(warned, "half a thought[", "nothing was written over the draft")

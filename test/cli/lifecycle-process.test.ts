@@ -71,12 +71,12 @@ describe("host process lifecycle (real processes)", () => {
     const dir = tempDir()
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), `plugins: { modules: [${JSON.stringify(hangingClosePlugin(dir))}] }\nlimits: { runtimeCloseTimeoutMs: 200 }\n`)
     const { child } = await startHost(dir, {})
-    const r = runCli(["status"], { cwd: dir })
+    const r = await runCli(["status"], { cwd: dir })
     assert.match(r.stdout, /^runtime {3}stuck \(hang\): ready since /m)
     assert.match(r.stdout, /^host {6}ready \(pid \d+/m)
     child.kill("SIGINT")
     assert.strictEqual(await exitOf(child), 0)
-    assert.match(runCli(["status"], { cwd: dir }).stdout, /stopped \d{4}-/)
+    assert.match((await runCli(["status"], { cwd: dir })).stdout, /stopped \d{4}-/)
   })
 
   it("pynchy deploy, then a failing start: rolled back to the previous commit, exit 75", async () => {
@@ -84,21 +84,21 @@ describe("host process lifecycle (real processes)", () => {
     g("checkout", "--quiet", "--detach", previous)
 
     const dir = tempDir()
-    const deployed = runCli(["deploy", next, "--repo", repo], { cwd: dir })
+    const deployed = await runCli(["deploy", next, "--repo", repo], { cwd: dir })
     assert.strictEqual(deployed.code, 0, deployed.stderr)
     assert.strictEqual(g("rev-parse", "HEAD"), next)
     assert.strictEqual(readMarker(path.join(dir, ".pynchy")).pipe((m) => (m._tag === "Some" ? m.value.previous : "")), previous)
 
     // The new version cannot start: a plugin module it names does not exist.
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), "plugins: { modules: [./missing-plugin.mjs] }\n")
-    const started = runCli(["start"], { cwd: dir })
+    const started = await runCli(["start"], { cwd: dir })
     assert.strictEqual(started.code, 75, started.stderr)
     assert.include(started.stderr, "rolled back")
     assert.strictEqual(g("rev-parse", "HEAD"), previous)
     assert.isTrue(readMarker(path.join(dir, ".pynchy"))._tag === "None")
   })
 
-  it("deploy refuses a dirty checkout and an unknown revision, naming the problem", () => {
+  it("deploy refuses a dirty checkout and an unknown revision, naming the problem", async () => {
     const repo = tempDir("pynchy-repo-")
     git(repo, ["init", "--quiet"])
     git(repo, ["config", "user.email", "t@example.invalid"])
@@ -106,11 +106,11 @@ describe("host process lifecycle (real processes)", () => {
     fs.writeFileSync(path.join(repo, "f"), "1")
     git(repo, ["add", "f"])
     git(repo, ["commit", "--quiet", "-m", "one"])
-    const unknown = runCli(["deploy", "nope", "--repo", repo], { cwd: tempDir() })
+    const unknown = await runCli(["deploy", "nope", "--repo", repo], { cwd: tempDir() })
     assert.strictEqual(unknown.code, 1)
     assert.include(unknown.stderr, "unknown revision 'nope'")
     fs.writeFileSync(path.join(repo, "f"), "2")
-    const dirty = runCli(["deploy", "HEAD", "--repo", repo], { cwd: tempDir() })
+    const dirty = await runCli(["deploy", "HEAD", "--repo", repo], { cwd: tempDir() })
     assert.strictEqual(dirty.code, 1)
     assert.include(dirty.stderr, "uncommitted changes")
   })

@@ -41,8 +41,8 @@ const startAndStop = (cwd: string, env: Record<string, string>) =>
   })
 
 describe("sandbox warnings (built CLI, real processes)", () => {
-  it("doctor: auto without bwrap is a warning that agents run unisolated", () => {
-    const r = runCli(["doctor"], { cwd: tempDir(), env: noBwrap() })
+  it("doctor: auto without bwrap is a warning that agents run unisolated", async () => {
+    const r = await runCli(["doctor"], { cwd: tempDir(), env: noBwrap() })
     assert.strictEqual(r.code, 0, r.stderr)
     assert.match(sandboxLine(r.stdout), /^warn\s+sandbox\s+agents run UNISOLATED .*\(fix: apt-get install bubblewrap\)$/)
   })
@@ -61,8 +61,8 @@ describe("sandbox warnings (built CLI, real processes)", () => {
       assert.deepStrictEqual([explicitMissing.verdict, explicitMissing.fix], ["fail", "apt-get install bubblewrap"])
     }))
 
-  it("doctor: containerRuntime process chosen in config is ok and says nothing loud", () => {
-    const r = runCli(["doctor"], { cwd: withConfig("containerRuntime: process\n"), env: noBwrap() })
+  it("doctor: containerRuntime process chosen in config is ok and says nothing loud", async () => {
+    const r = await runCli(["doctor"], { cwd: withConfig("containerRuntime: process\n"), env: noBwrap() })
     assert.strictEqual(r.code, 0, r.stderr)
     assert.match(sandboxLine(r.stdout), /^ok\s+sandbox\s+containerRuntime: process \(process chosen in config/)
     assert.notInclude(r.stdout, "UNISOLATED")

@@ -24,13 +24,13 @@ describe("pynchy status: turns", () => {
       }).pipe(Effect.provide(Database.layerFile(path.join(dataDir, "pynchy.db")))))
       const env = { PYNCHY_DATA_DIR: dataDir }
 
-      const text = runCli(["status"], { cwd: dataDir, env })
+      const text = yield* Effect.promise(() => runCli(["status"], { cwd: dataDir, env }))
       assert.strictEqual(text.code, 0, text.stderr)
       assert.match(text.stdout, /^turns {5}queued=0 running=0 completed=2 blocked=2 failed=1 interrupted=0$/m)
       assert.match(text.stdout, /^blocked {3}test:a turn 2: waiting \(needs_input\) since 2025-12-01T12:00:00\.000Z$/m)
       assert.notMatch(text.stdout, /test:b turn 3/)
 
-      const json = runCli(["status", "--json"], { cwd: dataDir, env })
+      const json = yield* Effect.promise(() => runCli(["status", "--json"], { cwd: dataDir, env }))
       assert.strictEqual(json.code, 0, json.stderr)
       const turns = (JSON.parse(json.stdout) as { turns: unknown }).turns
       assert.deepStrictEqual(turns, {

@@ -174,7 +174,7 @@ describe.skipIf(skip)("three hosts on one Postgres (real bins, kill -9)", () => 
         return rows[0] !== undefined && alive().some((n) => n.runner === rows[0]!.runner) ? rows[0].runner : undefined
       }, { label: "cli held by a survivor" }))
       const other = alive().find((n) => n.runner !== cliHolder)!
-      const sent = runCli(["send", "-c", "cli:forwarded", "sent on another host"], { cwd: other.dir, env: { ...env, PYNCHY_CONFIG: path.join(other.dir, "pynchy.yaml") } })
+      const sent = await runCli(["send", "-c", "cli:forwarded", "sent on another host"], { cwd: other.dir, env: { ...env, PYNCHY_CONFIG: path.join(other.dir, "pynchy.yaml") } })
       assert.strictEqual(sent.code, 0, sent.stderr)
       await Effect.runPromise(eventually(async () => {
         const rows = await onDb((sql) => sql<{ status: string }>`SELECT t.status FROM messages m JOIN turns t ON t.id = m.handled_by WHERE m.conversation_id = 'cli:forwarded'`)
@@ -182,7 +182,7 @@ describe.skipIf(skip)("three hosts on one Postgres (real bins, kill -9)", () => 
       }, { label: "the message sent on a non-holder answered by the holder of cli" }))
 
       // Any host's status shows the runners, the holder of each connection and the shard counts.
-      const status = runCli(["status"], { cwd: moved.dir, env: { ...env, PYNCHY_CONFIG: path.join(moved.dir, "pynchy.yaml") } })
+      const status = await runCli(["status"], { cwd: moved.dir, env: { ...env, PYNCHY_CONFIG: path.join(moved.dir, "pynchy.yaml") } })
       assert.include(status.stdout, `cluster   connection web on ${moved.runner} since`, status.stderr)
       const shardsOf = (runner: string) => Number(new RegExp(`cluster   runner ${runner}: live, (\\d+) shards`).exec(status.stdout)?.[1] ?? -1)
       const survivors = alive()
@@ -190,7 +190,7 @@ describe.skipIf(skip)("three hosts on one Postgres (real bins, kill -9)", () => 
       assert.strictEqual(survivors.reduce((sum, n) => sum + shardsOf(n.runner), 0), 30, status.stdout)
       assert.include(status.stdout, `cluster   runner ${holder.runner}: GONE`)
       // Doctor reaches the live runners from here.
-      const doctor = runCli(["doctor"], { cwd: moved.dir, env: { ...env, PYNCHY_CONFIG: path.join(moved.dir, "pynchy.yaml") } })
+      const doctor = await runCli(["doctor"], { cwd: moved.dir, env: { ...env, PYNCHY_CONFIG: path.join(moved.dir, "pynchy.yaml") } })
       assert.match(doctor.stdout, /ok +cluster +2 live runner\(s\) reachable/, doctor.stdout)
     } finally {
       for (const node of nodes) if (node.host !== undefined) await stopHost(node.host)

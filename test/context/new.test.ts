@@ -47,12 +47,12 @@ describe("/new", () => {
       const next = yield* memory.build(inputFor(turns[0]!.id + 1, [{ id: 1_000_000, text: "next", sender: "u" }]), null)
       assert.deepStrictEqual(next.history, [{ role: "user", text: "what is my name?" }, { role: "assistant", text: "echo: what is my name?" }])
 
-      const r = runCli(["conversations", "--json"], { cwd: dir, env: { PYNCHY_DATA_DIR: dir } })
+      const r = yield* Effect.promise(() => runCli(["conversations", "--json"], { cwd: dir, env: { PYNCHY_DATA_DIR: dir } }))
       assert.strictEqual(r.code, 0, r.stderr)
       const listed = JSON.parse(r.stdout)
       // Three inbound messages and the three outbound ones the outbox wrote.
       assert.deepStrictEqual(listed.map((c: any) => [c.id, c.workspace, c.messages, c.contextStart]), [[conv, "main", 6, ingested.messageId]])
-      const text = runCli(["conversations"], { cwd: dir, env: { PYNCHY_DATA_DIR: dir } })
+      const text = yield* Effect.promise(() => runCli(["conversations"], { cwd: dir, env: { PYNCHY_DATA_DIR: dir } }))
       assert.include(text.stdout, `after message ${ingested.messageId} (/new)`)
     }))
 

@@ -63,15 +63,15 @@ describe.skipIf(!BUILT)("host events through whole turns of the built host", () 
         `plugins: { modules: [${JSON.stringify(path.join(dir, "probe.mjs"))}] }`
       ].join("\n") + "\n")
       const host = yield* Effect.promise(() => startHost(dir, { [KEY_ENV]: "sk-events-test" }))
-      const send = (place: string, text: string) => {
-        const r = runCli(["send", "-c", `rec:${place}`, text], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
-        assert.strictEqual(r.code, 0, r.stderr)
-        return Number(/message (\d+) stored/.exec(r.stdout)![1])
-      }
-      const traced = (id: number) => {
-        const r = runCli(["trace", String(id), "--json"], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
-        return r.code === 0 ? (JSON.parse(r.stdout) as { verdict: { code: string; text: string } }).verdict : undefined
-      }
+      const send = (place: string, text: string) =>
+        Effect.promise(() => runCli(["send", "-c", `rec:${place}`, text], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })).pipe(Effect.map((r) => {
+          assert.strictEqual(r.code, 0, r.stderr)
+          return Number(/message (\d+) stored/.exec(r.stdout)![1])
+        }))
+      const traced = (id: number) =>
+        Effect.promise(() => runCli(["trace", String(id), "--json"], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })).pipe(Effect.map((r) =>
+          r.code === 0 ? (JSON.parse(r.stdout) as { verdict: { code: string; text: string } }).verdict : undefined
+        ))
       const sent = () =>
         fs.existsSync(path.join(dir, "sent.jsonl"))
           ? fs.readFileSync(path.join(dir, "sent.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { conversation: string; kind: string; text: string })
@@ -79,31 +79,25 @@ describe.skipIf(!BUILT)("host events through whole turns of the built host", () 
       const replies = (conversation: string) => sent().filter((l) => l.conversation === conversation && l.kind === "reply")
 
       // An answered turn: the sandbox starts and exits, the gateway calls the upstream.
-      send("room", "hello there")
+      yield* send("room", "hello there")
       yield* eventually(Effect.sync(() => (replies("rec:room").length === 1 ? true : undefined)), { label: "the first reply" })
 
       // A high-risk action: the turn waits for a human, and trace says how to answer.
-      const asking = send("room", "please drop it")
+      const asking = yield* send("room", "please drop it")
       const notice = yield* eventually(Effect.sync(() => sent().find((l) => l.conversation === "rec:room" && /approve [a-z0-9]{6}/.test(l.text))), { label: "the approval notice" })
-      const waiting = yield* eventually(Effect.sync(() => {
-        const v = traced(asking)
-        return v?.code === "approval_waiting" ? v : undefined
-      }), { label: "the approval_waiting verdict" })
+      const waiting = yield* eventually(Effect.map(traced(asking), (v) => (v?.code === "approval_waiting" ? v : undefined)), { label: "the approval_waiting verdict" })
       const code = /approve ([a-z0-9]{6})/.exec(notice.text)![1]!
       assert.include(waiting.text, `approve ${code}`)
-      send("room", `approve ${code}`)
+      yield* send("room", `approve ${code}`)
       yield* eventually(Effect.sync(() => (fs.existsSync(marker) && replies("rec:room").length === 2 ? true : undefined)), { label: "the approved action and its reply" })
 
       // The upstream asks the gateway to wait: the deployment cools down, and the turn is answered after.
-      send("room", "wait a moment please")
+      yield* send("room", "wait a moment please")
       yield* eventually(Effect.sync(() => (replies("rec:room").length === 3 ? true : undefined)), { label: "the reply after the cooldown" })
 
       // A workspace with a budget of one token: the gateway refuses, and trace says why.
-      const broke = send("broke", "hi")
-      const budget = yield* eventually(Effect.sync(() => {
-        const v = traced(broke)
-        return v?.code === "budget_exceeded" ? v : undefined
-      }), { label: "the budget_exceeded verdict" })
+      const broke = yield* send("broke", "hi")
+      const budget = yield* eventually(Effect.map(traced(broke), (v) => (v?.code === "budget_exceeded" ? v : undefined)), { label: "the budget_exceeded verdict" })
       assert.include(budget.text, "budget used up")
 
       const expected = [

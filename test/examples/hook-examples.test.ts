@@ -18,28 +18,28 @@ const withConfig = (yaml: string) => {
 }
 
 describe("hook examples", () => {
-  it("plugin-mcp-notes: doctor starts the notes server and lists its tools", () => {
+  it("plugin-mcp-notes: doctor starts the notes server and lists its tools", async () => {
     const dir = withConfig("workspaces:\n  - { id: main, mcpServers: [notes] }\n")
-    const r = runCli(["doctor"], { cwd: dir, env: { PYNCHY_PLUGINS: example("plugin-mcp-notes") } })
+    const r = await runCli(["doctor"], { cwd: dir, env: { PYNCHY_PLUGINS: example("plugin-mcp-notes") } })
     assert.match(r.stdout, /^ok\s+mcp\s+notes \(host, from plugin 'mcp-notes'\): 2 tool\(s\): notes__add_note, notes__list_notes$/m)
   })
 
-  it("plugin-tunnel-env: status shows PUBLIC_URL; doctor says absent without it", () => {
+  it("plugin-tunnel-env: status shows PUBLIC_URL; doctor says absent without it", async () => {
     const dir = withConfig("")
     const plugins = { PYNCHY_PLUGINS: example("plugin-tunnel-env") }
-    assert.match(runCli(["status"], { cwd: dir, env: { ...plugins, PUBLIC_URL: "https://pynchy.example.org" } }).stdout, /^tunnel {4}https:\/\/pynchy\.example\.org \(public-url: from PUBLIC_URL\)$/m)
-    assert.match(runCli(["doctor"], { cwd: dir, env: plugins }).stdout, /^ok\s+tunnel\s+public-url \(from plugin 'tunnel-env'\): absent: PUBLIC_URL is not set$/m)
+    assert.match((await runCli(["status"], { cwd: dir, env: { ...plugins, PUBLIC_URL: "https://pynchy.example.org" } })).stdout, /^tunnel {4}https:\/\/pynchy\.example\.org \(public-url: from PUBLIC_URL\)$/m)
+    assert.match((await runCli(["doctor"], { cwd: dir, env: plugins })).stdout, /^ok\s+tunnel\s+public-url \(from plugin 'tunnel-env'\): absent: PUBLIC_URL is not set$/m)
   })
 
-  it("plugin-workspace-standup: listed by pynchy plugins, accepted by config check, turned off by enabled: false", () => {
+  it("plugin-workspace-standup: listed by pynchy plugins, accepted by config check, turned off by enabled: false", async () => {
     const env = { PYNCHY_PLUGINS: example("plugin-workspace-standup") }
     const dir = withConfig("")
-    assert.match(runCli(["plugins"], { cwd: dir, env }).stdout, /^ {2}workspaceSpec {2}standup$/m)
-    assert.strictEqual(runCli(["config", "check"], { cwd: dir, env }).code, 0)
+    assert.match((await runCli(["plugins"], { cwd: dir, env })).stdout, /^ {2}workspaceSpec {2}standup$/m)
+    assert.strictEqual((await runCli(["config", "check"], { cwd: dir, env })).code, 0)
     const clash = withConfig("workspaces:\n  - { id: main }\n  - { id: standup }\n")
-    const r = runCli(["config", "check"], { cwd: clash, env })
+    const r = await runCli(["config", "check"], { cwd: clash, env })
     assert.strictEqual(r.code, 1)
     assert.include(r.stderr + r.stdout, "declared by config and by plugin 'workspace-standup'")
-    assert.strictEqual(runCli(["config", "check"], { cwd: withConfig("workspaces:\n  - { id: main }\n  - { id: standup, enabled: false }\n"), env }).code, 0)
+    assert.strictEqual((await runCli(["config", "check"], { cwd: withConfig("workspaces:\n  - { id: main }\n  - { id: standup, enabled: false }\n"), env })).code, 0)
   })
 })

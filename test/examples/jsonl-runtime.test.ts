@@ -45,7 +45,7 @@ describe("examples/connection-runtime-jsonl: a real host", () => {
     const p = jsonlProject({ limits: "{ readinessCheckMs: 100 }" })
     const host = await startHost(p.config)
     try {
-      const runtimes = statusJson(p.config).live?.sections.runtimes ?? []
+      const runtimes = (await statusJson(p.config)).live?.sections.runtimes ?? []
       assert.deepStrictEqual(runtimes.map((r) => [r.name, r.plugin, r.ready]), [["inbox", "connection-runtime-jsonl", true]])
 
       fs.appendFileSync(p.inbox, line("a1", "room-1", "hello") + "not json at all\n" + line("a2", "room-2", "wörld"))
@@ -70,9 +70,9 @@ describe("examples/connection-runtime-jsonl: a real host", () => {
       // The inbox cannot be read: the runtime says so, and the host publishes it; then it recovers.
       const aside = `${p.inbox}.aside`
       fs.renameSync(p.inbox, aside)
-      await until("runtime reported not ready", () => (statusJson(p.config).live?.sections.runtimes?.[0]?.ready === false ? true : undefined))
+      await until("runtime reported not ready", async () => ((await statusJson(p.config)).live?.sections.runtimes?.[0]?.ready === false ? true : undefined))
       fs.renameSync(aside, p.inbox)
-      await until("runtime ready again", () => (statusJson(p.config).live?.sections.runtimes?.[0]?.ready === true ? true : undefined))
+      await until("runtime ready again", async () => ((await statusJson(p.config)).live?.sections.runtimes?.[0]?.ready === true ? true : undefined))
       withDb(p.db, (db) => {
         assert.strictEqual(count(db, "SELECT COUNT(*) AS n FROM events WHERE type = 'runtime.unready'"), 1)
       })

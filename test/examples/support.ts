@@ -89,7 +89,7 @@ export const stopGently = (host: Host) =>
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** `eventually` for these async, process-level tests, with the generous bound they need. */
-export const until = <A>(what: string, check: () => A | undefined, timeout: Duration.DurationInput = "120 seconds"): Promise<A> =>
+export const until = <A>(what: string, check: () => A | undefined | Promise<A | undefined>, timeout: Duration.DurationInput = "120 seconds"): Promise<A> =>
   Effect.runPromise(eventually(check, { label: what, timeout }))
 
 export interface Db {
@@ -128,8 +128,8 @@ export const jsonLines = <A>(file: string): { readonly lines: Array<A>; readonly
 }
 
 /** `pynchy status --json` of the project's host. */
-export const statusJson = (config: string) => {
-  const r = runCli(["status", "--json"], { cwd: path.dirname(config), env: { PYNCHY_CONFIG: config } })
+export const statusJson = async (config: string) => {
+  const r = await runCli(["status", "--json"], { cwd: path.dirname(config), env: { PYNCHY_CONFIG: config } })
   if (r.code !== 0) throw new Error(`pynchy status --json exited ${r.code}: ${r.stderr.slice(-2000)}`)
   return JSON.parse(r.stdout) as { live: { state: string; sections: { runtimes?: Array<{ name: string; plugin: string; ready: boolean; since: number }> } } | null }
 }

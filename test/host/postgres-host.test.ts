@@ -79,7 +79,7 @@ describe.skipIf(skip)("a host on Postgres (real bin)", () => {
     }).pipe(Effect.provide(Database.layerPostgres(Redacted.make(url)))))
     assert.deepStrictEqual(rows.map((r) => r.what).sort(), ["delivery:sent", "in:hello postgres", "run:stopped", "turn:completed"])
     // The CLI reads the same database: status names it (without a password) and counts its rows.
-    const status = runCli(["status"], { cwd: dir, env: { ...env, PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
+    const status = await runCli(["status"], { cwd: dir, env: { ...env, PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
     assert.include(status.stdout, `database  ${url}`, status.stderr)
     assert.notInclude(status.stdout, "no database yet")
     host = await startHost(dir, env)

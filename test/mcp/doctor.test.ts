@@ -7,7 +7,7 @@ import { runCli } from "../support/cli.js"
 import { ECHO_SERVER } from "./fixture.js"
 
 describe("pynchy doctor and MCP servers", () => {
-  it("lists the tools of each server that starts; a host server that does not start fails the check, a sandbox one warns", () => {
+  it("lists the tools of each server that starts; a host server that does not start fails the check, a sandbox one warns", async () => {
     const dir = tempDir()
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
       "mcpServers:",
@@ -18,7 +18,7 @@ describe("pynchy doctor and MCP servers", () => {
       "  - { id: main, mcpServers: [desk, notes] }",
       ""
     ].join("\n"))
-    const r = runCli(["doctor"], { cwd: dir })
+    const r = await runCli(["doctor"], { cwd: dir })
     assert.match(r.stdout, /^ok\s+mcp\s+desk \(host, from config\): 2 tool\(s\): desk__echo, desk__where$/m)
     assert.match(r.stdout, /^warn\s+mcp\s+notes \(sandbox, from config\): mcp_(server_exited|start_failed): .*\(started on this host for the check\)/m)
     assert.match(r.stdout, /^fail\s+mcp\s+broken \(host, from config\): mcp_start_failed: MCP server 'broken': command not found/m)

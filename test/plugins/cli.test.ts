@@ -18,10 +18,10 @@ const skippedBuiltins = BUILTINS.filter((b) => !loaded.includes(b))
 const run = (args: ReadonlyArray<string>, cwd: string, env: Record<string, string> = {}) => runCli(["plugins", ...args], { cwd, env })
 
 describe("pynchy plugins (real process)", () => {
-  it("prints each plugin with its source and contributions, then what was skipped and why", () => {
+  it("prints each plugin with its source and contributions, then what was skipped and why", async () => {
     const dir = tempProject()
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), `plugins:\n  modules: [${JSON.stringify(EXAMPLE)}]\n`)
-    const r = run([], dir)
+    const r = await run([], dir)
     assert.strictEqual(r.code, 0, r.stderr)
     assert.match(r.stdout, new RegExp(`^plugins: ${loaded.length + 1 + (claudeCodeInstalled ? 1 : 0)} loaded, ${(claudeCodeInstalled ? 0 : 1) + skippedBuiltins.length} skipped, 0 problem\\(s\\)$`, "m"))
     assert.match(r.stdout, /^core-skills {2}\(builtin\)$/m)
@@ -31,8 +31,8 @@ describe("pynchy plugins (real process)", () => {
     for (const b of skippedBuiltins) assert.include(r.stdout, `  ${b.name}  (builtin): optional package '${b.requires}' is not installed; to enable: npm install ${b.requires}\n`)
   })
 
-  it("--json prints the same as JSON", () => {
-    const r = run(["--json"], tempProject(), { PYNCHY_PLUGINS: EXAMPLE })
+  it("--json prints the same as JSON", async () => {
+    const r = await run(["--json"], tempProject(), { PYNCHY_PLUGINS: EXAMPLE })
     assert.strictEqual(r.code, 0, r.stderr)
     const report = JSON.parse(r.stdout)
     const builtins = loaded.map((b) => b.name)
@@ -45,10 +45,10 @@ describe("pynchy plugins (real process)", () => {
     assert.deepStrictEqual(report.faults, [])
   })
 
-  it("lists every problem and exits 1 when startup would fail", () => {
+  it("lists every problem and exits 1 when startup would fail", async () => {
     const dir = tempProject()
     const broken = path.join(writePackage(dir, "broken", {}, { "p.js": pluginModule("broken", "observer: () => [{ name: 'o' }, { onEvent() {} }]") }), "p.js")
-    const r = run([], dir, { PYNCHY_PLUGINS: `${broken},./missing.js` })
+    const r = await run([], dir, { PYNCHY_PLUGINS: `${broken},./missing.js` })
     assert.strictEqual(r.code, 1)
     assert.match(r.stdout, /^problems \(startup would fail\):$/m)
     assert.match(r.stdout, /^ {2}broken {2}observer {2}invalid_contribution: item 0 'o': onEvent: is missing$/m)

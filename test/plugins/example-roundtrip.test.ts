@@ -1,12 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { execFileSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { EXAMPLE, inspectAt, tempProject } from "./support.js"
 
+// Asynchronous, so a slow npm under load never blocks the test worker's RPC to vitest.
 const npm = (cwd: string, args: ReadonlyArray<string>) =>
-  execFileSync("npm", ["--no-audit", "--no-fund", "--offline", "--loglevel=error", ...args], { cwd, stdio: "pipe", encoding: "utf8" })
+  Effect.async<string, Error>((resume) => {
+    execFile("npm", ["--no-audit", "--no-fund", "--offline", "--loglevel=error", ...args], { cwd, encoding: "utf8" }, (error, stdout, stderr) =>
+      resume(error === null ? Effect.succeed(stdout) : Effect.fail(new Error(`npm ${args.join(" ")} failed: ${stderr}`, { cause: error })))
+    )
+  })
 
 /** Discovery as the host runs it at startup, with the temp project as the node_modules root. */
 const discover = (root: string) => inspectAt(root)
@@ -40,9 +45,9 @@ describe("examples/plugin-hello: install, restart, done; uninstall and it is gon
     Effect.gen(function* () {
       const root = tempProject()
       yield* assertGone(root)
-      npm(root, ["install", EXAMPLE])
+      yield* npm(root, ["install", EXAMPLE])
       yield* assertHello(root)
-      npm(root, ["uninstall", "pynchy-plugin-hello"])
+      yield* npm(root, ["uninstall", "pynchy-plugin-hello"])
       assert.isFalse(fs.existsSync(path.join(root, "node_modules", "pynchy-plugin-hello")))
       yield* assertGone(root)
     }), 60_000)
@@ -50,11 +55,11 @@ describe("examples/plugin-hello: install, restart, done; uninstall and it is gon
   it.effect("installed from its packed tarball (files copied, as from a registry)", () =>
     Effect.gen(function* () {
       const root = tempProject()
-      const tarball = npm(root, ["pack", "--silent", "--pack-destination", root, EXAMPLE]).trim().split("\n").pop()!
-      npm(root, ["install", path.join(root, tarball)])
+      const tarball = (yield* npm(root, ["pack", "--silent", "--pack-destination", root, EXAMPLE])).trim().split("\n").pop()!
+      yield* npm(root, ["install", path.join(root, tarball)])
       assert.isFalse(fs.lstatSync(path.join(root, "node_modules", "pynchy-plugin-hello")).isSymbolicLink())
       yield* assertHello(root)
-      npm(root, ["uninstall", "pynchy-plugin-hello"])
+      yield* npm(root, ["uninstall", "pynchy-plugin-hello"])
       yield* assertGone(root)
     }), 60_000)
 })

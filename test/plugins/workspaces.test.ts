@@ -74,15 +74,15 @@ describe("plugin workspaces", () => {
     assert.deepStrictEqual(problems.map((p) => p.path), ["plugins.helper-plugin.workspaceSpec.daily.scheduledPrompt", "plugins.helper-plugin.workspaceSpec.daily.deliverTo"])
   })
 
-  it("pynchy plugins lists a module's workspaces; pynchy config check accepts routes to them and names a clash", () => {
+  it("pynchy plugins lists a module's workspaces; pynchy config check accepts routes to them and names a clash", async () => {
     const dir = tempDir()
     fs.writeFileSync(path.join(dir, "ws-plugin.mjs"), "export default { name: 'ws-plugin', workspaceSpec: () => [{ id: 'notes', instructions: 'Keep notes.' }] }\n")
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), "plugins:\n  modules: [./ws-plugin.mjs]\nroutes:\n  - { connection: cli, place: '*', workspace: notes }\n")
-    const plugins = runCli(["plugins"], { cwd: dir })
+    const plugins = await runCli(["plugins"], { cwd: dir })
     assert.match(plugins.stdout, /^ws-plugin {2}\(module .*ws-plugin\.mjs\)\n {2}workspaceSpec {2}notes$/m)
-    assert.strictEqual(runCli(["config", "check"], { cwd: dir }).code, 0)
+    assert.strictEqual((await runCli(["config", "check"], { cwd: dir })).code, 0)
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), "plugins:\n  modules: [./ws-plugin.mjs]\nworkspaces:\n  - { id: notes }\n")
-    const check = runCli(["config", "check"], { cwd: dir })
+    const check = await runCli(["config", "check"], { cwd: dir })
     assert.strictEqual(check.code, 1)
     assert.include(check.stderr + check.stdout, "workspaces.0.id: workspace 'notes' is declared by config and by plugin 'ws-plugin'")
   })

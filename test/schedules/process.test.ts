@@ -47,7 +47,7 @@ describe("schedules in a real host process", () => {
       await eventually(() => (replies.length >= 2 || Date.now() - readyAt > 6_000 ? true : undefined), "two scheduled replies, or 6 s after ready")
       const inTime = replies.filter((t) => t - readyAt <= 6_000).length
       assert.isAtLeast(inTime, 2, `replies within 6 s of ready: ${inTime}`)
-      const listed = runCli(["tasks", "--json"], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
+      const listed = await runCli(["tasks", "--json"], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
       assert.strictEqual(listed.code, 0, listed.stderr)
       const tasks = JSON.parse(listed.stdout) as Array<{ id: string; status: string; nextDue: string; lastRun: { outcome: string } | null }>
       assert.strictEqual(tasks.length, 1)

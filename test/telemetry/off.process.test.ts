@@ -40,7 +40,7 @@ const roundTrip = async (otel: Record<string, string>) => {
   const sendLog = path.join(dir, "send-modules.log")
   const host = await startHost(dir, { NODE_OPTIONS: `--import=${REGISTER}`, PYNCHY_TEST_MODULE_LOG: hostLog, ...otel })
   try {
-    const sent = runCli(["send", "-c", "cli:x", "hello"], {
+    const sent = await runCli(["send", "-c", "cli:x", "hello"], {
       cwd: dir,
       env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), NODE_OPTIONS: `--import=${REGISTER}`, PYNCHY_TEST_MODULE_LOG: sendLog, ...otel }
     })

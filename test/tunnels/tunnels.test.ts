@@ -53,7 +53,7 @@ describe("tunnels", () => {
       for (const r of reports) assert.isUndefined(r.code)
     }))
 
-  it("pynchy status and pynchy doctor show the plugin tunnel's URL", () => {
+  it("pynchy status and pynchy doctor show the plugin tunnel's URL", async () => {
     const dir = tempDir()
     fs.writeFileSync(path.join(dir, "tunnel-plugin.mjs"), [
       "export default {",
@@ -67,9 +67,9 @@ describe("tunnels", () => {
       ""
     ].join("\n"))
     fs.writeFileSync(path.join(dir, "pynchy.yaml"), "plugins:\n  modules: [./tunnel-plugin.mjs]\n")
-    const status = runCli(["status"], { cwd: dir })
+    const status = await runCli(["status"], { cwd: dir })
     assert.match(status.stdout, /^tunnel {4}https:\/\/host\.example\.test \(mine: test tunnel\)$/m)
-    const doctor = runCli(["doctor"], { cwd: dir })
+    const doctor = await runCli(["doctor"], { cwd: dir })
     assert.match(doctor.stdout, /^ok\s+tunnel\s+public URL https:\/\/host\.example\.test \(mine\)$/m)
     assert.match(doctor.stdout, /^ok\s+tunnel\s+gone \(from plugin 'test-tunnels'\): absent: not here$/m)
     assert.match(doctor.stdout, /^warn\s+tunnel\s+broken \(from plugin 'test-tunnels'\): absent: detect\(\) failed: Error: boom/m)

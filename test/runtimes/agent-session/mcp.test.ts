@@ -43,7 +43,7 @@ describe.skipIf(skip)("pynchy mcp, driven by the SDK client as a subprocess", ()
   const dataDir = path.join(home, "data")
   const attachmentDir = path.join(home, "attachments")
   beforeAll(async () => {
-    const help = runCli(["--help"], { cwd: tempDir() })
+    const help = await runCli(["--help"], { cwd: tempDir() })
     if (!/^\s*- mcp\b/m.test(help.stdout)) throw new Error(`the built bin (${BIN}) has no mcp command: run \`npm run build\` (exit ${help.code}: ${help.stderr.slice(0, 300)})`)
     tmux = startTmux()
     fs.mkdirSync(dataDir, { recursive: true })
