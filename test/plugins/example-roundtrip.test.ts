@@ -7,9 +7,9 @@ import { EXAMPLE, inspectAt, tempProject } from "./support.js"
 
 // Asynchronous, so a slow npm under load never blocks the test worker's RPC to vitest.
 const npm = (cwd: string, args: ReadonlyArray<string>) =>
-  Effect.async<string, Error>((resume) => {
+  Effect.async<string>((resume) => {
     execFile("npm", ["--no-audit", "--no-fund", "--offline", "--loglevel=error", ...args], { cwd, encoding: "utf8" }, (error, stdout, stderr) =>
-      resume(error === null ? Effect.succeed(stdout) : Effect.fail(new Error(`npm ${args.join(" ")} failed: ${stderr}`, { cause: error })))
+      resume(error === null ? Effect.succeed(stdout) : Effect.die(new Error(`npm ${args.join(" ")} failed: ${stderr}`, { cause: error })))
     )
   })
 
