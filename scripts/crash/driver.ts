@@ -1,8 +1,9 @@
 /**
  * Crash drill: runs the host as a real child process (scripted executor, recording channel),
  * streams messages into its database through the same client path as `pynchy send`, kills it
- * with SIGKILL at random points, restarts it, and finally checks that nothing was lost and
- * nothing was duplicated. `npx tsx scripts/crash/driver.ts --kills 200 [--non-idempotent] [--sandbox] [--schedule] [--hosts 3]`.
+ * with SIGKILL at random points (from the second half of the kills on, in a required crash window
+ * that no kill has landed in yet: the driver waits until the database shows it open), restarts
+ * it, and finally checks that nothing was lost and nothing was duplicated. `npx tsx scripts/crash/driver.ts --kills 200 [--non-idempotent] [--sandbox] [--schedule] [--hosts 3]`.
  *
  * With `--sandbox`, every restart also meets what a hostile agent could have left in the folders
  * it can write: forged liveness records naming a bystander process, a FIFO and a link as skills,
@@ -137,6 +138,29 @@ const rng = (seed: number) => () => {
   return seed / 4294967296
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** The crash windows a single query can see open (a count above zero): checked after each kill, and aimed at. */
+const WINDOW_SQL = {
+  claimedNotFinished: "SELECT COUNT(*) AS n FROM turns t WHERE t.status = 'running' AND EXISTS (SELECT 1 FROM delivery_claims c WHERE c.turn_id = t.id)",
+  writtenNotCalled: "SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts = 0",
+  calledNotMarked: "SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts > 0",
+  scheduledRunOpen: "SELECT COUNT(*) AS n FROM task_runs WHERE outcome = 'queued'"
+} as const
+type AimableWindow = keyof typeof WINDOW_SQL
+
+/**
+ * Waits (up to `ms`) until the window shows open in the database, polling every millisecond or
+ * so. A random kill time misses a window a few ms wide when the machine is loaded (a host's turn
+ * then starts later than the random delay reaches); an aimed kill still lands in it.
+ */
+const aimAt = async (db: Db, window: AimableWindow, ms: number) => {
+  const deadline = performance.now() + ms
+  while (performance.now() < deadline) {
+    if (Number((await one(db, WINDOW_SQL[window])).n) > 0) return true
+    await sleep(1)
+  }
+  return false
+}
 
 /** A step of the drill that does not finish in time fails it, naming the step, instead of hanging it. */
 const within = <A>(what: string, ms: number, promise: Promise<A>): Promise<A> =>
@@ -297,19 +321,25 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
           await sleep(random() * 15)
         }
       })()
-      // A schedule's catch-up run fires some milliseconds after ready, and a cluster's turns wait
-      // for the connection's shard: their hosts live a little longer.
-      await sleep(random() * (options.schedule === true || hosts > 1 ? 400 : 60))
+      // From the second half on, a required window that no kill has landed in yet is aimed at.
+      const aim = k >= Math.ceil(options.kills / 2) ? (options.require ?? []).find((w): w is AimableWindow => windows[w] === 0 && w in WINDOW_SQL) : undefined
+      if (aim !== undefined) {
+        if (!(await aimAt(db, aim, 20_000))) log(`kill ${k + 1}: the ${aim} window did not open within 20 s`)
+      } else {
+        // A schedule's catch-up run fires some milliseconds after ready, and a cluster's turns wait
+        // for the connection's shard: their hosts live a little longer.
+        await sleep(random() * (options.schedule === true || hosts > 1 ? 400 : 60))
+      }
       if (hosts > 1) {
         const holder = await one(db, "SELECT runner FROM cluster_connections WHERE connection = 'test'").catch(() => undefined)
         if (holder?.runner === `127.0.0.1:${clusterPorts[victim]}`) windows.holderKilled++
       }
       await within("kill -9", 10_000, killHard(running[victim]!))
       await within(`ingest while cycle ${k + 1} ran`, 60_000, feeding)
-      const active = await one(db, "SELECT COUNT(*) AS n FROM turns t WHERE t.status = 'running' AND EXISTS (SELECT 1 FROM delivery_claims c WHERE c.turn_id = t.id)")
-      const notCalled = await one(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts = 0")
-      const notMarked = await one(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts > 0")
-      const scheduledOpen = await one(db, "SELECT COUNT(*) AS n FROM task_runs WHERE outcome = 'queued'")
+      const active = await one(db, WINDOW_SQL.claimedNotFinished)
+      const notCalled = await one(db, WINDOW_SQL.writtenNotCalled)
+      const notMarked = await one(db, WINDOW_SQL.calledNotMarked)
+      const scheduledOpen = await one(db, WINDOW_SQL.scheduledRunOpen)
       const behindFinished = await db.all(`SELECT r.due_at AS due, t.id AS turn, t.status FROM task_runs r JOIN messages m ON m.id = r.message_id
         JOIN turns t ON t.id = m.handled_by WHERE r.outcome = 'queued'`)
       if (Number(scheduledOpen.n) > behindFinished.length) windows.scheduledRunOpen++
