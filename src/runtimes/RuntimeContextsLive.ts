@@ -36,6 +36,8 @@ export const layer = Layer.effect(
         (e: unknown) => new Promise<never>((_, reject) => setImmediate(() => reject(e)))
       )
     const ingest = (input: IngestMessageInput) => Effect.flatMap(Ingest, (i) => i.ingest(input))
+    const ingestMany = (inputs: ReadonlyArray<IngestMessageInput>) =>
+      Effect.flatMap(Ingest, (i) => i.ingestMany(inputs)).pipe(Effect.flatMap((outcomes) => Effect.all(outcomes)))
     const cursor = (connection: string, stream: string) =>
       Effect.flatMap(MessageStore, (s) => s.cursor(ConnectionName.make(connection), stream)).pipe(
         Effect.map(Option.match({ onNone: () => null, onSome: (c) => ({ position: c.position, order: c.order }) }))
@@ -75,6 +77,7 @@ export const layer = Layer.effect(
           }
           const native: NativeRuntimeContext = {
             ingest: (input) => call(ingest(input)),
+            ingestMany: (inputs) => call(ingestMany(inputs)),
             cursor: (connection, stream) => call(cursor(connection, stream)),
             bindChannel: (channel) => Effect.sync(() => context.channels.bind(channel)),
             routes: context.routes,

@@ -23,6 +23,12 @@ export type NativeRuntimeServices = HttpClient.HttpClient | DeliveryStore | Publ
 export interface NativeRuntimeContext {
   /** Durable ingest (receipt, fingerprint, message, cursor in one transaction); succeeds after commit. */
   readonly ingest: (input: IngestMessageInput) => Effect.Effect<IngestResult, ContextCallFailed>
+  /**
+   * A page of the provider's backlog in one group commit, in order (the last cursor given is
+   * kept); succeeds once all have committed. A refused payload fails the call after the others
+   * have committed, so a retry of the page finds them as duplicates.
+   */
+  readonly ingestMany: (inputs: ReadonlyArray<IngestMessageInput>) => Effect.Effect<ReadonlyArray<IngestResult>, ContextCallFailed>
   /** The durable cursor of (connection, stream), null before the first one. */
   readonly cursor: (connection: string, stream: string) => Effect.Effect<{ readonly position: string; readonly order: number } | null, ContextCallFailed>
   /** Binds the outbound channel of the runtime's connection; removed when the runtime closes. */

@@ -212,8 +212,6 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnecti
           // A refused join (403, 404) will not get better; anything else fails the sync step and is retried.
           api.join(token, roomId).pipe(Effect.catchIf((e) => e.permanent, () => Effect.void)), { discard: true })
 
-      const ingest = (input: IngestMessageInput) => context.ingest(input).pipe(Effect.mapError(fail("ingest")))
-
       // Joined members per room, for triggers: from the sync's summaries, else asked once.
       const members = new Map<string, number>()
       const noteSummaries = (res: MatrixApi.SyncResponse) => {
@@ -252,10 +250,12 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnecti
         if (!first) {
           const messages = yield* messagesOf(res)
           order += 1
+          // The page in one group commit: the messages in order, the sync token with the last.
+          const inputs: Array<IngestMessageInput> = []
           for (let i = 0; i < messages.length; i++) {
             const { roomId, event } = messages[i]!
             const answered = yield* triggered(roomId, event)
-            yield* ingest({
+            inputs.push({
               connection: name,
               place: roomId,
               providerEventId: event.event_id,
@@ -269,6 +269,7 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnecti
               ...(i === messages.length - 1 ? { cursor: { stream: SYNC_STREAM, position: res.next_batch, order } } : {})
             })
           }
+          if (inputs.length > 0) yield* context.ingestMany(inputs).pipe(Effect.mapError(fail("ingest")))
         }
         since = res.next_batch
         polling = true

@@ -29,6 +29,7 @@ import { FilesConfig } from "../../config/files.js"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
 import { mimeTypeOf, refusalOf, safeName } from "../../files/names.js"
 import { type Channel, type OutboundDelivery, type ProgressEvent, SendOutcomeUnknown } from "../../pipeline/channel-contract.js"
+import type { IngestMessageInput } from "../../runtimes/connection-runtime-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
 import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
@@ -169,8 +170,16 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
           return { files: [{ name: attachment.name, mimeType: type, bytes: bytes.right }] }
         })
 
+      // A batch of updates goes in one group commit, in order. A message with a file ends the
+      // burst it joins, so no more than one message's files are held in memory at a time.
       const ingestBatch = (batch: ReadonlyArray<unknown>) =>
         Effect.gen(function* () {
+          let pending: Array<IngestMessageInput> = []
+          const flush = Effect.suspend(() => {
+            const inputs = pending
+            pending = []
+            return inputs.length === 0 ? Effect.void : Effect.asVoid(context.ingestMany(inputs).pipe(Effect.mapError(fail("ingest"))))
+          })
           for (const raw of batch) {
             const decoded = decodeUpdate(raw)
             if (decoded._tag === "malformed") {
@@ -200,7 +209,7 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
             })
             const file = yield* fileOf(update)
             order += 1
-            yield* context.ingest({
+            pending.push({
               connection: name,
               place: chatId,
               providerEventId: receiptOf(update),
@@ -216,8 +225,10 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
                 ...(triggered ? {} : untriggeredMetadata)
               },
               cursor: { stream: UPDATES_STREAM, position: String(update.update_id + 1), order }
-            }).pipe(Effect.mapError(fail("ingest")))
+            })
+            if (file.files !== undefined) yield* flush
           }
+          yield* flush
         })
 
       const step = Effect.gen(function* () {
