@@ -366,8 +366,8 @@ const recordingExecutor = (onEntry: (text: string, at: number) => Effect.Effect<
 }
 
 /** The test host on a file database, with the recording executor (and, for `none`, a bus that does nothing). */
-const hostStack = (dir: string, onEntry: (text: string, at: number) => Effect.Effect<void>, bus: BusChoice = "event-log", databaseUrl?: string) =>
-  makeTestHost(recordingConfig(dir), {
+export const hostStack = (dir: string, onEntry: (text: string, at: number) => Effect.Effect<void>, bus: BusChoice = "event-log", databaseUrl?: string, config: PynchyConfig = recordingConfig(dir)) =>
+  makeTestHost(config, {
     ...(databaseUrl !== undefined ? { databaseUrl } : { databaseFile: dbFile(dir) }),
     executor: recordingExecutor(onEntry),
     ...(bus === "none" ? { events: Layer.provideMerge(Observers.layer, EventBus.layerNone) } : {})
@@ -375,7 +375,8 @@ const hostStack = (dir: string, onEntry: (text: string, at: number) => Effect.Ef
 
 // ---- 2. committed → executor entry --------------------------------------------------------------------
 
-export const latencyRun = (dir: string, count = LATENCY_SAMPLES, warmup = LATENCY_WARMUP, bus: BusChoice = "event-log", databaseUrl?: string) => {
+/** `config`: another than the recording config in `dir` (the Postgres bench's one-runner cluster). */
+export const latencyRun = (dir: string, count = LATENCY_SAMPLES, warmup = LATENCY_WARMUP, bus: BusChoice = "event-log", databaseUrl?: string, config?: PynchyConfig) => {
   const waiters = new Map<string, Deferred.Deferred<number>>()
   const onEntry = (text: string, at: number) => {
     const d = waiters.get(text)
@@ -405,7 +406,7 @@ export const latencyRun = (dir: string, count = LATENCY_SAMPLES, warmup = LATENC
         yield* idle
       }
       return samples
-    }).pipe(Effect.provide(hostStack(dir, onEntry, bus, databaseUrl)))
+    }).pipe(Effect.provide(hostStack(dir, onEntry, bus, databaseUrl, config)))
   )
 }
 

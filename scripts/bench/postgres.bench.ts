@@ -3,14 +3,21 @@
  * these are CPU and round-trip figures, not disk):
  *   1. durable ingest: `Ingest.ingest` (group commit) and `MessageStore.ingestBatch` alone against a
  *      raw `pg` client doing the same statements, 256 messages per transaction, in the same run;
- *   2. committed → executor entry p50 / p99 on one host with Postgres.
+ *   2. committed → executor entry p50 / p99 on one host with Postgres;
+ *   3. one host on Postgres as a one-runner cluster (what `database.url` makes it) against the same
+ *      host with no cluster: committed → executor entry, stack build → first message's executor
+ *      entry, and CPU while idle: what the cluster costs a host that is alone.
  */
-import { Effect, Layer, Redacted } from "effect"
+import { Deferred, Effect, Layer, Redacted } from "effect"
 import { createRequire } from "node:module"
 import * as Database from "../../src/db/Database.js"
 import { startScratchPostgres } from "../../test/support/postgres.js"
 import { median, percentile } from "./stats.js"
-import { ingestRun, latencyRun, load, type Payload, payloads, type Rate, startClock, storeRun, withTempDir } from "./pipeline.bench.js"
+import { recordingConfig } from "../../test/support/host.js"
+import { freePort } from "../../test/support/synapse.js"
+import type { PynchyConfig } from "../../src/config/schema.js"
+import { Ingest } from "../../src/pipeline/Ingest.js"
+import { hostStack, ingestRun, latencyRun, load, type Payload, payloads, type Rate, run, startClock, storeRun, withTempDir } from "./pipeline.bench.js"
 import type { Row } from "./types.js"
 
 const N = Number(process.env.BENCH_PG_N ?? 20_000)
@@ -82,6 +89,32 @@ const rawRun = async (url: string): Promise<Rate> => {
   }
 }
 
+const IDLE_MS = 5_000
+
+/**
+ * A host's stack on `url`: build start → the first message's executor entry (with a cluster, the
+ * connection's singleton must land here first), then the CPU the process spends in IDLE_MS of
+ * nothing to do (a runner refreshes its shard locks and assignments).
+ */
+const footprint = (dir: string, url: string, config: PynchyConfig) => {
+  let entered: Deferred.Deferred<number> | undefined
+  return run(
+    Effect.gen(function* () {
+      entered = yield* Deferred.make<number>()
+      const t0 = performance.now()
+      const ctx = yield* Layer.build(hostStack(dir, (_, at) => (entered === undefined ? Effect.void : Deferred.succeed(entered, at)), "event-log", url, config))
+      const built = performance.now() - t0
+      yield* Effect.flatMap(Effect.provide(Ingest, ctx), (i) => i.ingest({ connection: "test", place: "first", providerEventId: "first", sender: "u", text: "first" }))
+      const first = (yield* Deferred.await(entered)) - t0
+      yield* Effect.sleep("1 second")
+      const c0 = process.cpuUsage()
+      yield* Effect.sleep(IDLE_MS)
+      const c = process.cpuUsage(c0)
+      return { builtMs: built, firstMs: first, idleCpuMs: (c.user + c.system) / 1000 }
+    })
+  )
+}
+
 export default async (): Promise<ReadonlyArray<Row>> => {
   const pg = startScratchPostgres()
   try {
@@ -107,6 +140,24 @@ export default async (): Promise<ReadonlyArray<Row>> => {
     // The same host on a SQLite file, in the same run: what choosing Postgres costs a turn's start.
     const sqlite = await withTempDir((d) => latencyRun(d, LATENCY_SAMPLES, LATENCY_WARMUP, "event-log"))
     progress(`latency on SQLite (${load()}): p50 ${percentile(sqlite, 50).toFixed(3)} ms, p99 ${percentile(sqlite, 99).toFixed(3)} ms`)
+    // One host alone: the same stack with no cluster (no `database.url` in its config, the database
+    // given directly) and as a one-runner cluster (the url in config, as `pynchy start` runs it).
+    const alone = (d: string) => recordingConfig(d)
+    const runner = async (d: string, url: string) => recordingConfig(d, { sections: { database: { url }, cluster: { host: "127.0.0.1", port: await freePort() } } })
+    const noCluster = await withTempDir(async (d) => {
+      const url = await migratedDatabase(pg.createDatabase)
+      return { fp: await footprint(d, url, alone(d)), lat: await latencyRun(d, LATENCY_SAMPLES, LATENCY_WARMUP, "event-log", url, alone(d)) }
+    })
+    const oneRunner = await withTempDir(async (d) => {
+      const url = await migratedDatabase(pg.createDatabase)
+      const fp = await footprint(d, url, await runner(d, url))
+      const url2 = await migratedDatabase(pg.createDatabase)
+      return { fp, lat: await latencyRun(d, LATENCY_SAMPLES, LATENCY_WARMUP, "event-log", url2, await runner(d, url2)) }
+    })
+    progress(
+      `one host (${load()}): no cluster build ${noCluster.fp.builtMs.toFixed(0)} ms, first entry ${noCluster.fp.firstMs.toFixed(0)} ms, idle CPU ${noCluster.fp.idleCpuMs.toFixed(0)} ms/${IDLE_MS / 1000} s, p50 ${percentile(noCluster.lat, 50).toFixed(3)} ms; ` +
+        `one runner build ${oneRunner.fp.builtMs.toFixed(0)} ms, first entry ${oneRunner.fp.firstMs.toFixed(0)} ms, idle CPU ${oneRunner.fp.idleCpuMs.toFixed(0)} ms, p50 ${percentile(oneRunner.lat, 50).toFixed(3)} ms`
+    )
     const rate = (xs: ReadonlyArray<Rate>) => median(xs.map((x) => x.perSecond))
     const n = `median of ${ROUNDS} x ${fmt(N)}, 10% dup`
     const rawBase = { name: `raw pg ${PER_TX}/tx`, value: rate(raw) }
@@ -117,7 +168,11 @@ export default async (): Promise<ReadonlyArray<Row>> => {
       { name: `Postgres Ingest.ingest, concurrency 512, group commit (${n})`, value: rate(ours), unit: "msgs/s", baseline: rawBase },
       { name: "Postgres Ingest: wrong dedup answers (must be 0)", value: problems.length, unit: "answers" },
       { name: `Postgres committed → executor entry, p50 (${ls})`, value: percentile(samples, 50), unit: "ms", baseline: { name: "SQLite file p50", value: percentile(sqlite, 50) } },
-      { name: `Postgres committed → executor entry, p99 (${ls})`, value: percentile(samples, 99), unit: "ms", baseline: { name: "SQLite file p99", value: percentile(sqlite, 99) } }
+      { name: `Postgres committed → executor entry, p99 (${ls})`, value: percentile(samples, 99), unit: "ms", baseline: { name: "SQLite file p99", value: percentile(sqlite, 99) } },
+      { name: `one host, one-runner cluster: committed → executor entry, p50 (${ls})`, value: percentile(oneRunner.lat, 50), unit: "ms", baseline: { name: "no cluster", value: percentile(noCluster.lat, 50) } },
+      { name: `one host, one-runner cluster: committed → executor entry, p99 (${ls})`, value: percentile(oneRunner.lat, 99), unit: "ms", baseline: { name: "no cluster", value: percentile(noCluster.lat, 99) } },
+      { name: "one host, one-runner cluster: stack build → first message's executor entry", value: oneRunner.fp.firstMs, unit: "ms", baseline: { name: "no cluster", value: noCluster.fp.firstMs } },
+      { name: `one host, one-runner cluster: CPU while idle for ${IDLE_MS / 1000} s`, value: oneRunner.fp.idleCpuMs, unit: "ms", baseline: { name: "no cluster", value: noCluster.fp.idleCpuMs } }
     ]
   } finally {
     pg.stop()

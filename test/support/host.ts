@@ -11,8 +11,9 @@ import { tempDir } from "./db.js"
 import { eventually } from "./eventually.js"
 
 /** A config with one `test` connection served by a recording channel writing into `dir`. */
-export const recordingConfig = (dir: string = tempDir(), options: { idempotent?: boolean; maxConcurrentTurns?: number; maxTurnAttempts?: number; retryBaseMs?: number; runtimeTimeoutsMs?: { start: number; ready: number; close: number; check: number } } = {}): PynchyConfig =>
+export const recordingConfig = (dir: string = tempDir(), options: { idempotent?: boolean; maxConcurrentTurns?: number; maxTurnAttempts?: number; retryBaseMs?: number; runtimeTimeoutsMs?: { start: number; ready: number; close: number; check: number }; /** More top-level sections (`database`, `cluster`). */ sections?: Record<string, unknown> } = {}): PynchyConfig =>
   Either.getOrThrow(decodeConfig({
+    ...options.sections,
     dataDir: dir,
     workspaces: [{ id: "main", instructions: "test" }],
     routes: [{ connection: "test", place: "*", workspace: "main", enabled: true }],
