@@ -39,7 +39,8 @@ export const outboxHasFiles = (workspaceDir: string): Effect.Effect<boolean> =>
   Effect.sync(() => {
     const folder = path.join(workspaceDir, OUTBOX)
     try {
-      return fs.lstatSync(folder).isDirectory() && fs.readdirSync(folder, { withFileTypes: true }).some((e) => !e.isDirectory())
+      // Most workspaces have no outbox: no exception (with its stack) for every turn that ends.
+      return fs.lstatSync(folder, { throwIfNoEntry: false })?.isDirectory() === true && fs.readdirSync(folder, { withFileTypes: true }).some((e) => !e.isDirectory())
     } catch {
       return false
     }
