@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { makeTestHost } from "../../layers/test.js"
-import { makeMatrixRuntime, SYNC_STREAM, txnIdOf } from "../../src/channels/matrix/MatrixRuntime.js"
+import { makeMatrixRuntime, MESSAGE_LIMIT, SYNC_STREAM, txnIdOf } from "../../src/channels/matrix/MatrixRuntime.js"
 import { decodeMatrixSettings } from "../../src/channels/matrix/settings.js"
 import { decodeConfig } from "../../src/config/HostConfig.js"
 import { MessageStore } from "../../src/db/MessageStore.js"
@@ -21,6 +21,7 @@ import { type MatrixUser, skipWithoutSynapse, startSynapse, type Synapse } from 
 import { streamingExecutor } from "../support/streaming.js"
 import { skipWithout } from "../support/system.js"
 import { decodedSeconds } from "../speech/support.js"
+import { recordingAgent } from "../files/support.js"
 import { awaitAllSent, killAllHosts, killHard, query, startHost, stopHost } from "./host-process.js"
 
 const skip = skipWithoutSynapse()
@@ -82,13 +83,13 @@ const typingWatch = async (who: MatrixUser, room: string) => {
   }
 }
 
-interface AudioEvent { readonly sender: string; readonly content: { readonly url: string; readonly info?: { readonly mimetype?: string } } }
+interface MediaEvent { readonly sender: string; readonly content: { readonly msgtype: string; readonly body: string; readonly url: string; readonly info?: { readonly mimetype?: string } } }
 
-/** The room's m.audio events, oldest first. */
-const audioEvents = async (who: MatrixUser, room: string): Promise<Array<AudioEvent>> => {
+/** The room's events of these msgtypes that point at an upload (m.audio, m.image, m.file), oldest first. */
+const mediaEvents = async (who: MatrixUser, room: string, msgtypes: ReadonlyArray<string> = ["m.audio"]): Promise<Array<MediaEvent>> => {
   const res = await fetch(`${who.baseUrl}/_matrix/client/v3/rooms/${encodeURIComponent(room)}/messages?dir=b&limit=100`, { headers: { authorization: `Bearer ${who.accessToken}` } })
-  const body = (await res.json()) as { chunk: Array<{ type: string; sender: string; content: { msgtype?: string; url?: string; info?: { mimetype?: string } } }> }
-  return body.chunk.filter((e) => e.type === "m.room.message" && e.content.msgtype === "m.audio" && typeof e.content.url === "string").reverse() as Array<AudioEvent>
+  const body = (await res.json()) as { chunk: Array<{ type: string; sender: string; content: { msgtype?: string; body?: string; url?: string; info?: { mimetype?: string } } }> }
+  return body.chunk.filter((e) => e.type === "m.room.message" && msgtypes.includes(e.content.msgtype ?? "") && typeof e.content.url === "string").reverse() as Array<MediaEvent>
 }
 
 /** A file of the media repository, as a client downloads it (authenticated media). */
@@ -134,7 +135,7 @@ describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
       const cursor = yield* Effect.flatMap(MessageStore, (s) => s.cursor(ConnectionName.make("mx"), SYNC_STREAM)).pipe(Effect.provide(ctx))
       assert.isTrue(Option.isSome(cursor) && cursor.value.position.length > 0)
 
-      // A resend of one delivery (as after a crash) is deduplicated by the homeserver through the txn id.
+      // A resend of one delivery (as after a crash) sends nothing twice: its part is claimed in the database, and a part left `sending` goes again under the same txn id, which the homeserver deduplicates.
       const channel = yield* Effect.map(Channels, (c) => c.get("mx")).pipe(Effect.provide(ctx))
       assert.isDefined(channel)
       assert.isTrue(channel!.idempotentResends)
@@ -165,7 +166,7 @@ describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
       for (const text of ["hi", "a much longer message than the first, so that its spoken reply lasts a good deal longer"]) {
         yield* Effect.promise(() => alice.send(room, text))
         yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === `echo: ${text}`))
-        const audio = yield* eventually(async () => (await audioEvents(alice, room)).length === seconds.length + 1 ? (await audioEvents(alice, room)).at(-1) : undefined, { label: "an m.audio event" })
+        const audio = yield* eventually(async () => (await mediaEvents(alice, room)).length === seconds.length + 1 ? (await mediaEvents(alice, room)).at(-1) : undefined, { label: "an m.audio event" })
         assert.strictEqual(audio.sender, bot.userId)
         assert.strictEqual(audio.content.info?.mimetype, "audio/wav")
         const bytes = yield* Effect.promise(() => download(alice, audio.content.url))
@@ -173,6 +174,40 @@ describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
       }
       assert.isAbove(seconds[0]!, 0)
       assert.isAbove(seconds[1]!, seconds[0]!)
+    }))
+
+  it.scopedLive("a long reply arrives as parts in order, each within the event limit; the agent's outbox files follow as m.image and m.file events whose bytes download", () =>
+    Effect.gen(function* () {
+      const dir = tempDir()
+      const outbox = path.join(dir, "workspaces", "main", "outbox")
+      const agent = recordingAgent((text) => {
+        if (!text.startsWith("make")) return
+        fs.mkdirSync(outbox, { recursive: true })
+        fs.writeFileSync(path.join(outbox, "chart.png"), "PNGDATA")
+        fs.writeFileSync(path.join(outbox, "notes.txt"), "some notes")
+      })
+      const runtime = makeMatrixRuntime({ name: "mx", settings: settings(), dataDir: tempDir() })
+      yield* Layer.build(makeTestHost(hostConfig(dir), { runtimes: [{ plugin: "matrix", value: runtime }], executor: agent.layer }))
+      const room = yield* Effect.promise(() => roomWithBot())
+      const long = "make " + Array.from({ length: 30 }, (_, i) => `paragraph ${i} ${"word ".repeat(60).trim()}`).join("\n\n")
+      yield* Effect.promise(() => alice.send(room, long))
+      const reply = `saw: ${long}`
+      const parts = yield* eventually(async () => {
+        const mine = (await alice.messages(room)).filter((m) => m.sender === bot.userId)
+        return mine.map((m) => m.body).join("\n\n") === reply ? mine : undefined
+      }, { label: "every part of the long reply" })
+      assert.isAbove(parts.length, 2)
+      for (const part of parts) assert.isAtMost(part.body.length, MESSAGE_LIMIT)
+      const media = yield* eventually(async () => {
+        const events = await mediaEvents(alice, room, ["m.image", "m.file"])
+        return events.length === 2 ? events : undefined
+      }, { label: "the two files" })
+      assert.deepStrictEqual(media.map((e) => [e.sender, e.content.msgtype, e.content.body, e.content.info?.mimetype]), [
+        [bot.userId, "m.image", "chart.png", "image/png"],
+        [bot.userId, "m.file", "notes.txt", "text/plain"]
+      ])
+      const bytes = yield* Effect.promise(() => Promise.all(media.map((e) => download(alice, e.content.url))))
+      assert.deepStrictEqual(bytes.map((b) => new TextDecoder().decode(b)), ["PNGDATA", "some notes"])
     }))
 
   it.scopedLive("rooms map to workspaces through routes; a room without a route is neither joined nor ingested", () =>

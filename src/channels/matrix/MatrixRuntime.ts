@@ -26,14 +26,15 @@
  *
  * The first start of a connection (no cursor yet) begins from "now": history is not answered.
  */
-import { Cause, Duration, Effect, FiberMap, Runtime, Schedule, Schema } from "effect"
-import type { ProgressEvent } from "../../pipeline/channel-contract.js"
+import { Cause, Duration, Effect, Exit, FiberMap, Runtime, Schedule, Schema } from "effect"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import type { Channel, OutboundAudio, OutboundDelivery } from "../../pipeline/channel-contract.js"
+import type { DeliveryStore } from "../../db/DeliveryStore.js"
+import type { Channel, OutboundAudio, OutboundDelivery, OutboundFile, ProgressEvent } from "../../pipeline/channel-contract.js"
 import type { IngestMessageInput } from "../../runtimes/connection-runtime-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
+import { sendInParts } from "../parts.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import { formattedContent } from "./html.js"
 import * as MatrixApi from "./MatrixApi.js"
@@ -50,6 +51,11 @@ export class MatrixRuntimeError extends Schema.TaggedError<MatrixRuntimeError>()
 }
 
 export const SYNC_STREAM = "sync"
+/**
+ * Most characters of one reply event. An event may hold 65,536 bytes of JSON, with the text twice
+ * (body and formatted_body): 4,000 characters stay under it even when every one is escaped.
+ */
+export const MESSAGE_LIMIT = 4_000
 const TEXT_TYPES = new Set(["m.text", "m.emote"])
 const MAX_BACKFILL_PAGES = 50
 /** A typing notice lasts this long on the homeserver; it is renewed before it runs out while the turn runs. */
@@ -123,26 +129,35 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnecti
           schedule: Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")), Schedule.upTo("20 seconds")),
           while: (e) => !e.permanent
         })
-      // A spoken reply's audio: uploaded, then an `m.audio` event under a txn id of its own, after
-      // the text. An extra: its failure is logged and never fails the delivery (the text arrived).
-      const sendAudio = (delivery: OutboundDelivery, audio: OutboundAudio) =>
+      // An upload, then an event that points at it, under its own txn id.
+      const sendMedia = (roomId: string, txnId: string, bytes: Uint8Array, mimeType: string, filename: string, msgtype: string) =>
         Effect.gen(function* () {
-          const filename = `reply.${audio.format === "wav" ? "wav" : "ogg"}`
-          const url = yield* patiently(api.upload(token, audio.bytes, audio.mimeType, filename))
-          yield* patiently(api.send(token, delivery.place, `${txnIdOf(delivery)}.audio`, {
-            msgtype: "m.audio",
-            body: filename,
-            url,
-            info: { mimetype: audio.mimeType, size: audio.bytes.length }
-          }))
-        }).pipe(
-          Effect.catchAll((e) => Effect.logWarning("spoken reply: the audio was not sent; the text was").pipe(Effect.annotateLogs({ connection: name, reason: e.message })))
-        )
-      const send = (delivery: OutboundDelivery) =>
-        patiently(api.send(token, delivery.place, txnIdOf(delivery), { msgtype: delivery.kind === "notice" ? "m.notice" : "m.text", body: delivery.text, ...formattedContent(delivery.text) })).pipe(
-          Effect.mapError(fail("send")),
-          Effect.zipLeft(delivery.audio !== undefined ? sendAudio(delivery, delivery.audio) : Effect.void)
-        )
+          const url = yield* patiently(api.upload(token, bytes, mimeType, filename))
+          yield* patiently(api.send(token, roomId, txnId, { msgtype, body: filename, url, info: { mimetype: mimeType, size: bytes.length } }))
+        })
+      const msgtypeOfFile = (file: OutboundFile) =>
+        file.mimeType.startsWith("image/") ? "m.image" : file.mimeType.startsWith("audio/") ? "m.audio" : file.mimeType.startsWith("video/") ? "m.video" : "m.file"
+      // A long reply goes as numbered parts (../parts.ts), then a spoken reply's audio (an m.audio
+      // event) and the agent's outbox files, each claimed as a part of its own. Every event has a
+      // txn id derived from the delivery (a one-part reply keeps the delivery's own, as before), and
+      // the homeserver deduplicates by it: whatever failed may be sent again under the same id.
+      const send = (delivery: OutboundDelivery) => {
+        const txn = txnIdOf(delivery)
+        return sendInParts({
+          delivery,
+          limit: MESSAGE_LIMIT,
+          sendPart: ({ text, index, count }) =>
+            Effect.asVoid(patiently(api.send(token, delivery.place, count === 1 ? txn : `${txn}.${index}`, {
+              msgtype: delivery.kind === "notice" ? "m.notice" : "m.text",
+              body: text,
+              ...formattedContent(text)
+            }))),
+          sendAudio: (audio: OutboundAudio) => sendMedia(delivery.place, `${txn}.audio`, audio.bytes, audio.mimeType, `reply.${audio.format === "wav" ? "wav" : "ogg"}`, "m.audio"),
+          sendFile: (file) => sendMedia(delivery.place, `${txn}.file${file.n}`, file.bytes, file.mimeType, file.name, msgtypeOfFile(file)),
+          failure: (e: MatrixApi.MatrixApiError) => ({ notSent: true, reason: e.message }),
+          resendUnknown: true
+        })
+      }
       const typing = (on: boolean, roomId: string) => api.typing(token, roomId, userId, on, TYPING_TIMEOUT).pipe(Effect.ignore)
       // One renewing typing fiber per room with a running turn (turns of a room run one at a time).
       const typingIn = yield* FiberMap.make<string>()
@@ -157,13 +172,20 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnecti
           }
         })
       // The channel contract is Promise-facing: its calls run in the host's runtime.
-      const run = Runtime.runPromise(yield* Effect.runtime<never>())
+      const runtime = yield* Effect.runtime<DeliveryStore>()
+      const run = Runtime.runPromise(runtime)
       const channel: Channel = {
         name,
         idempotentResends: true,
         // m.audio takes any audio type; WAV needs no encoder.
         audio: "wav",
-        send: (delivery) => (closed ? Promise.reject(new Error(`matrix connection '${name}' is closed`)) : run(Effect.asVoid(send(delivery)))),
+        files: true,
+        send: (delivery) =>
+          closed
+            ? Promise.reject(new Error(`matrix connection '${name}' is closed`))
+            : Runtime.runPromiseExit(runtime)(send(delivery)).then((exit) => {
+              if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
+            }),
         progress: (event) => (closed ? undefined : run(progress(event)))
       }
       yield* context.bindChannel(channel)
