@@ -39,6 +39,7 @@ import { Channels } from "../src/pipeline/Channels.js"
 import { ConversationContext } from "../src/pipeline/ConversationContext.js"
 import { HostIdentity } from "../src/pipeline/HostIdentity.js"
 import { InboundCommitted } from "../src/pipeline/InboundCommitted.js"
+import { InboxRetention } from "../src/pipeline/InboxRetention.js"
 import { Ingest } from "../src/pipeline/Ingest.js"
 import { ingestClient } from "../src/cli/ingest-client.js"
 import { Outbox } from "../src/pipeline/Outbox.js"
@@ -114,7 +115,8 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   // (which needs the executor's liveness, provided with it) changes nothing the seed orders.
   // With Postgres (several hosts) the queue starts only the turns of the connections this host holds.
   const queue = logged("queue", Layer.provideMerge(TurnQueue.layer, Layer.merge(TurnRunner.layer, Cluster.holdingLayer)))
-  const pipeline = logged("pipeline", Layer.provideMerge(Layer.merge(Ingest.layer, Recovery.layer), TurnQueue.signalLayer))
+  // Inbox retention removes the files Ingest saved once they are old (src/files/inbox-retention.ts).
+  const pipeline = logged("pipeline", Layer.provideMerge(Layer.mergeAll(Ingest.layer, Recovery.layer, InboxRetention.layer), TurnQueue.signalLayer))
   // 4. orphan claims released (needs the liveness of executors; nothing dispatches yet)
   // A cluster host releases orphan claims per connection, as it takes each over (src/cluster).
   const recovered = logged("recovery: release orphan claims", Cluster.whenClustered(Layer.succeed(RecoveredTurns, { survivors: [] }), RecoveredTurns.layer))

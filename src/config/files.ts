@@ -15,5 +15,7 @@ export class FilesConfig extends Schema.Class<FilesConfig>("FilesConfig")({
   /** Most files per message in, and per reply out. */
   maxFiles: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100)), { default: () => 10 }),
   /** The types taken in and sent out. */
-  types: Schema.optionalWith(Schema.Array(MimePattern), { default: () => ["image/*", "application/pdf", "text/*", "audio/*"] })
+  types: Schema.optionalWith(Schema.Array(MimePattern), { default: () => ["image/*", "application/pdf", "text/*", "audio/*"] }),
+  /** Days a file saved in a workspace inbox is kept (0: kept until the agent or the user removes it). */
+  inboxRetentionDays: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 36_500)), { default: () => 30 })
 }) {}
