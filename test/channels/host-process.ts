@@ -3,10 +3,12 @@
  * kill -9 and restart tests, and a read-only look into its database.
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { Effect } from "effect"
-import { BIN, cleanEnv } from "../support/cli.js"
+import { BIN, type CliResult, cleanEnv, runCli } from "../support/cli.js"
+import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
 
 export interface HostProcess {
@@ -78,3 +80,38 @@ export const query = (file: string, sql: string, ...params: Array<unknown>): Arr
  */
 export const awaitAllSent = (file: string) =>
   Effect.runPromise(eventually(() => (query(file, "SELECT COUNT(*) AS n FROM deliveries WHERE status <> 'sent'")[0]!.n === 0 ? true : undefined), { label: "every delivery marked sent" }))
+
+/** A folder a real host process runs in: its pynchy.yaml, and the host and the CLI started there. */
+export interface HostProject {
+  readonly dir: string
+  /** The host's database (`<dir>/pynchy.db`: the project's dataDir is its folder). */
+  readonly db: string
+  /** `PYNCHY_CONFIG` naming the project's pynchy.yaml, and the project's own env. */
+  readonly env: Record<string, string>
+  /** `pynchy start` in the folder, resolved once it logged that it is ready. */
+  readonly start: (env?: Record<string, string>) => Promise<HostProcess>
+  /** The built CLI in the folder, to completion. */
+  readonly cli: (args: ReadonlyArray<string>, options?: { readonly env?: Record<string, string>; readonly input?: string }) => Promise<CliResult>
+  /** `query` on the host's database. */
+  readonly query: (sql: string, ...params: Array<unknown>) => Array<Record<string, unknown>>
+}
+
+/**
+ * Writes `pynchy.yaml` into a new temporary folder (or `dir`): `dataDir` is that folder, then the
+ * lines `yaml` gives for it. `env` goes to every host and CLI process of the project.
+ */
+export const hostProject = (options: { readonly yaml: (dir: string) => ReadonlyArray<string>; readonly env?: Record<string, string>; readonly dir?: string }): HostProject => {
+  const dir = options.dir ?? tempDir()
+  const config = path.join(dir, "pynchy.yaml")
+  fs.writeFileSync(config, [`dataDir: ${JSON.stringify(dir)}`, ...options.yaml(dir)].join("\n") + "\n")
+  const env = { PYNCHY_CONFIG: config, ...options.env }
+  const db = path.join(dir, "pynchy.db")
+  return {
+    dir,
+    db,
+    env,
+    start: (more = {}) => startHost(dir, { ...env, ...more }),
+    cli: (args, o = {}) => runCli(args, { cwd: dir, env: { ...env, ...o.env }, ...(o.input !== undefined ? { input: o.input } : {}) }),
+    query: (sql, ...params) => query(db, sql, ...params)
+  }
+}

@@ -5,14 +5,11 @@
  * replies to its own messages.
  */
 import { afterAll, assert, describe, it } from "vitest"
-import * as fs from "node:fs"
-import * as path from "node:path"
 import { hashToken } from "../../src/channels/http/settings.js"
-import { tempDir } from "../support/db.js"
 import { Effect } from "effect"
 import { eventually } from "../support/eventually.js"
 import { freePort } from "../support/synapse.js"
-import { killAllHosts, startHost, stopHost } from "./host-process.js"
+import { hostProject, killAllHosts, stopHost } from "./host-process.js"
 
 afterAll(killAllHosts)
 
@@ -41,16 +38,16 @@ const streamReplies = async (url: string, token: string, n: number) => {
 
 describe("HTTP API replies across a host restart (real bin)", () => {
   it("replies?after=0 after a restart lists the reply delivered before it; another token sees none of them", async () => {
-    const dir = tempDir()
     const port = await freePort()
-    fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
-      `dataDir: ${dir}`,
-      "workspaces: [{ id: main, agentCore: scripted }]",
-      "routes: [{ connection: web, place: '*', workspace: main }]",
-      `connections: { web: { kind: http, port: ${port}, tokens: ['${hashToken(TOKEN)}', '${hashToken(OTHER)}'] } }`
-    ].join("\n") + "\n")
+    const project = hostProject({
+      yaml: () => [
+        "workspaces: [{ id: main, agentCore: scripted }]",
+        "routes: [{ connection: web, place: '*', workspace: main }]",
+        `connections: { web: { kind: http, port: ${port}, tokens: ['${hashToken(TOKEN)}', '${hashToken(OTHER)}'] } }`
+      ]
+    })
     const base = `http://127.0.0.1:${port}/v1/conversations/room`
-    let host = await startHost(dir)
+    let host = await project.start()
     let before: Array<{ id: number; key: string; text: string }>
     try {
       const posted = await fetch(`${base}/messages`, {
@@ -67,7 +64,7 @@ describe("HTTP API replies across a host restart (real bin)", () => {
     } finally {
       await stopHost(host)
     }
-    host = await startHost(dir)
+    host = await project.start()
     try {
       const after = await get(`${base}/replies?after=0`, TOKEN)
       assert.strictEqual(after.status, 200)

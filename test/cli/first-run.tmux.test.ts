@@ -6,10 +6,12 @@
  */
 import { afterAll, assert, describe, it } from "vitest"
 import { execFileSync } from "node:child_process"
+import { Duration } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { BIN, runCli } from "../support/cli.js"
 import { tempDir } from "../support/db.js"
+import { waitFor } from "../support/eventually.js"
 import { skipWithout } from "../support/system.js"
 
 const REPO = path.resolve(import.meta.dirname, "../..")
@@ -22,17 +24,13 @@ const TEST_TIMEOUT_MS = 360_000
 const tmux = (...args: Array<string>) => execFileSync("tmux", ["-L", SERVER, ...args], { encoding: "utf8" })
 const screen = (name: string) => tmux("capture-pane", "-p", "-J", "-t", name)
 
-/** Waits until the screen matches (bounded: a miss fails with what the screen showed). */
-const until = async (name: string, re: RegExp): Promise<string> => {
-  const deadline = performance.now() + DEADLINE_MS
-  let last = ""
-  while (performance.now() < deadline) {
-    last = screen(name)
-    if (re.test(last)) return last
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`the screen never showed ${re} within ${DEADLINE_MS} ms; it showed:\n${last}`)
-}
+/** Waits until the screen matches (bounded: a miss fails with what the screen showed last). */
+const until = (name: string, re: RegExp): Promise<string> =>
+  waitFor(`${re} on the screen of ${name}`, () => {
+    const shown = screen(name)
+    if (!re.test(shown)) throw new Error(`it showed:\n${shown}`)
+    return shown
+  }, Duration.millis(DEADLINE_MS))
 
 /** Runs `command` in a new terminal with exactly `env` (plus PATH and HOME), then prints its exit status. */
 const openTerminal = (name: string, cwd: string, env: Record<string, string>, command: string) => {

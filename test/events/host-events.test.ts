@@ -10,10 +10,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { killAllHosts, query, startHost, stopHost } from "../channels/host-process.js"
+import { hostProject, killAllHosts, stopHost } from "../channels/host-process.js"
 import { chatAnswer, json, scriptedUpstream } from "../gateway/support.js"
-import { runCli } from "../support/cli.js"
-import { tempDir } from "../support/db.js"
 import { approvalProbePlugin } from "../support/approval-probe.js"
 import { eventually } from "../support/eventually.js"
 
@@ -45,31 +43,32 @@ describe.skipIf(!BUILT)("host events through whole turns of the built host", () 
         }
         json(res, 200, said.includes("drop it") ? toolCall : chatAnswer("tiny"))
       })
-      const dir = tempDir()
+      const project = hostProject({
+        yaml: (dir) => [
+          "containerRuntime: process",
+          `providers: [{ name: up, kind: openai-compatible, baseUrl: ${JSON.stringify(upstream.url)}, apiKeyEnv: ${KEY_ENV}, models: [tiny] }]`,
+          "gateway: { budgets: { workspaces: { broke: 1 } } }",
+          `connections: { rec: { kind: recording, file: ${JSON.stringify(path.join(dir, "sent.jsonl"))}, idempotent: true } }`,
+          "routes: [{ connection: rec, place: room, workspace: main }, { connection: rec, place: broke, workspace: broke }]",
+          "workspaces:",
+          "  - { id: main, agentCore: openai, actions: [test.drop] }",
+          "  - { id: broke, agentCore: openai }",
+          "  - { id: tick, agentCore: scripted, schedule: '* * * * * *', scheduledPrompt: tick, deliverTo: 'rec:ticks' }",
+          `plugins: { modules: [${JSON.stringify(path.join(dir, "probe.mjs"))}] }`
+        ],
+        env: { [KEY_ENV]: "sk-events-test" }
+      })
+      const { dir } = project
       const marker = path.join(dir, "dropped")
-      const db = path.join(dir, "data", "pynchy.db")
       fs.writeFileSync(path.join(dir, "probe.mjs"), approvalProbePlugin(marker))
-      fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
-        `dataDir: ${JSON.stringify(path.join(dir, "data"))}`,
-        "containerRuntime: process",
-        `providers: [{ name: up, kind: openai-compatible, baseUrl: ${JSON.stringify(upstream.url)}, apiKeyEnv: ${KEY_ENV}, models: [tiny] }]`,
-        "gateway: { budgets: { workspaces: { broke: 1 } } }",
-        `connections: { rec: { kind: recording, file: ${JSON.stringify(path.join(dir, "sent.jsonl"))}, idempotent: true } }`,
-        "routes: [{ connection: rec, place: room, workspace: main }, { connection: rec, place: broke, workspace: broke }]",
-        "workspaces:",
-        "  - { id: main, agentCore: openai, actions: [test.drop] }",
-        "  - { id: broke, agentCore: openai }",
-        "  - { id: tick, agentCore: scripted, schedule: '* * * * * *', scheduledPrompt: tick, deliverTo: 'rec:ticks' }",
-        `plugins: { modules: [${JSON.stringify(path.join(dir, "probe.mjs"))}] }`
-      ].join("\n") + "\n")
-      const host = yield* Effect.promise(() => startHost(dir, { [KEY_ENV]: "sk-events-test" }))
+      const host = yield* Effect.promise(() => project.start())
       const send = (place: string, text: string) =>
-        Effect.promise(() => runCli(["send", "-c", `rec:${place}`, text], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })).pipe(Effect.map((r) => {
+        Effect.promise(() => project.cli(["send", "-c", `rec:${place}`, text])).pipe(Effect.map((r) => {
           assert.strictEqual(r.code, 0, r.stderr)
           return Number(/message (\d+) stored/.exec(r.stdout)![1])
         }))
       const traced = (id: number) =>
-        Effect.promise(() => runCli(["trace", String(id), "--json"], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })).pipe(Effect.map((r) =>
+        Effect.promise(() => project.cli(["trace", String(id), "--json"])).pipe(Effect.map((r) =>
           r.code === 0 ? (JSON.parse(r.stdout) as { verdict: { code: string; text: string } }).verdict : undefined
         ))
       const sent = () =>
@@ -105,20 +104,20 @@ describe.skipIf(!BUILT)("host events through whole turns of the built host", () 
         "gateway.budget_exceeded", "gateway.cooldown", "approval.asked", "approval.decided", "schedule.run", "delivery.recorded", "delivery.sent"
       ]
       const types = yield* eventually(() => {
-        const have = new Set(query(db, "SELECT DISTINCT type FROM events").map((r) => String(r.type)))
+        const have = new Set(project.query("SELECT DISTINCT type FROM events").map((r) => String(r.type)))
         const missing = expected.filter((t) => !have.has(t))
         if (missing.length > 0) throw new Error(`the log has no ${missing.join(", ")} yet`)
         return have
       }, { label: "the event log holding every kind of event", timeout: "120 seconds" })
       assert.includeMembers([...types], expected)
-      const [call] = query(db, "SELECT payload FROM events WHERE type = 'gateway.call' LIMIT 1")
+      const [call] = project.query("SELECT payload FROM events WHERE type = 'gateway.call' LIMIT 1")
       assert.deepInclude(JSON.parse(String(call!.payload)), { workspace: "main", status: 200 })
-      const [cooldown] = query(db, "SELECT payload FROM events WHERE type = 'gateway.cooldown'")
+      const [cooldown] = project.query("SELECT payload FROM events WHERE type = 'gateway.cooldown'")
       assert.deepInclude(JSON.parse(String(cooldown!.payload)), { deployment: "up/tiny", reason: "retry-after" })
       assert.isTrue(throttled)
-      const [decided] = query(db, "SELECT payload FROM events WHERE type = 'approval.decided'")
+      const [decided] = project.query("SELECT payload FROM events WHERE type = 'approval.decided'")
       assert.deepInclude(JSON.parse(String(decided!.payload)), { code, status: "approved", action: "test.drop" })
-      assert.notInclude(JSON.stringify(query(db, "SELECT payload FROM events")), "please drop it", "no message content in an event")
+      assert.notInclude(JSON.stringify(project.query("SELECT payload FROM events")), "please drop it", "no message content in an event")
       yield* Effect.promise(() => stopHost(host))
     }), { timeout: 240_000 })
 })

@@ -2,14 +2,14 @@
  * Real host processes for the example plugins: spawn `node bin/pynchy.js start` with a config,
  * wait for its ready line, kill it hard or stop it gently; read its SQLite file with better-sqlite3.
  */
-import { type Duration, Effect } from "effect"
+import type { Duration } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { BIN, cleanEnv, runCli } from "../support/cli.js"
-import { eventually } from "../support/eventually.js"
+import { waitFor } from "../support/eventually.js"
 
 export const JSONL_EXAMPLE = path.resolve(import.meta.dirname, "../../examples/connection-runtime-jsonl")
 
@@ -90,7 +90,7 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** `eventually` for these async, process-level tests, with the generous bound they need. */
 export const until = <A>(what: string, check: () => A | undefined | Promise<A | undefined>, timeout: Duration.DurationInput = "120 seconds"): Promise<A> =>
-  Effect.runPromise(eventually(check, { label: what, timeout }))
+  waitFor(what, check, timeout)
 
 export interface Db {
   prepare(sql: string): { all(...a: Array<unknown>): Array<Record<string, unknown>>; get(...a: Array<unknown>): Record<string, unknown> | undefined }

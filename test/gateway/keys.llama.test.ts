@@ -8,34 +8,15 @@
 import Anthropic from "@anthropic-ai/sdk"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
-import { execFile } from "node:child_process"
-import * as fs from "node:fs"
 import * as http from "node:http"
-import * as net from "node:net"
 import * as path from "node:path"
 import OpenAI from "openai"
-import { type HostProcess, query, startHost, stopHost } from "../channels/host-process.js"
-import { BIN, cleanEnv } from "../support/cli.js"
-import { tempDir } from "../support/db.js"
+import { type HostProcess, type HostProject, hostProject, stopHost } from "../channels/host-process.js"
 import { type Llama, skipWithoutSidRoot, startLlama } from "../support/llama.js"
 import { eventually } from "../support/eventually.js"
+import { freePort } from "../support/synapse.js"
 
 const skip = skipWithoutSidRoot()
-
-const pynchy = (dir: string, args: ReadonlyArray<string>) =>
-  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: dir, env: { ...cleanEnv(), PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") }, encoding: "utf8", timeout: 60_000 }, (e, stdout, stderr) =>
-      resolve({ code: e === null ? 0 : typeof e.code === "number" ? e.code : 1, stdout, stderr }))
-  })
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer()
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port
-      s.close(() => resolve(port))
-    })
-  })
 
 /** A chat request over the gateway's unix socket (no SDK speaks unix sockets without help). */
 const overSocket = (socketPath: string, key: string) =>
@@ -49,8 +30,8 @@ const overSocket = (socketPath: string, key: string) =>
     req.end(body)
   })
 
-const created = async (dir: string, args: ReadonlyArray<string>) => {
-  const r = await pynchy(dir, ["keys", "create", ...args])
+const created = async (project: HostProject, args: ReadonlyArray<string>) => {
+  const r = await project.cli(["keys", "create", ...args])
   assert.strictEqual(r.code, 0, r.stderr)
   const key = r.stdout.trim()
   assert.match(key, /^pgk_[A-Za-z0-9_-]{43}$/)
@@ -61,24 +42,24 @@ describe.skipIf(skip)("gateway keys (pynchy keys) with the official SDKs against
   let scope: Scope.CloseableScope
   let llama: Llama
   let host: HostProcess
-  let dir: string
+  let project: HostProject
   let port: number
 
   beforeAll(async () => {
     scope = Effect.runSync(Scope.make())
     llama = await Effect.runPromise(Scope.extend(startLlama, scope))
     port = await freePort()
-    dir = tempDir("pynchy-keys-")
-    fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
-      "dataDir: data",
-      "containerRuntime: process",
-      "providers:",
-      `  - { name: llama, kind: openai-compatible, baseUrl: "${llama.baseUrl}", models: [tiny] }`,
-      "gateway:",
-      `  listen: { socket: true, port: ${port} }`,
-      ""
-    ].join("\n"))
-    host = await startHost(dir, { PYNCHY_EXECUTOR: "scripted" })
+    project = hostProject({
+      yaml: () => [
+        "containerRuntime: process",
+        "providers:",
+        `  - { name: llama, kind: openai-compatible, baseUrl: "${llama.baseUrl}", models: [tiny] }`,
+        "gateway:",
+        `  listen: { socket: true, port: ${port} }`
+      ],
+      env: { PYNCHY_EXECUTOR: "scripted" }
+    })
+    host = await project.start()
   }, 120_000)
 
   afterAll(async () => {
@@ -87,7 +68,7 @@ describe.skipIf(skip)("gateway keys (pynchy keys) with the official SDKs against
   })
 
   it("a key made by `pynchy keys create` works with the OpenAI SDK on the loopback port, and is refused once revoked", async () => {
-    const key = await created(dir, ["--name", "laptop"])
+    const key = await created(project, ["--name", "laptop"])
     const openai = new OpenAI({ apiKey: key, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 })
     const chat = await openai.chat.completions.create({ model: "tiny", max_tokens: 4, messages: [{ role: "user", content: "hello" }] })
     assert.strictEqual(chat.object, "chat.completion")
@@ -99,11 +80,11 @@ describe.skipIf(skip)("gateway keys (pynchy keys) with the official SDKs against
     assert.isAbove(chunks, 0)
 
     // Only the digest is stored.
-    const rows = query(path.join(dir, "data", "pynchy.db"), "SELECT name, digest FROM gateway_keys")
+    const rows = project.query("SELECT name, digest FROM gateway_keys")
     assert.deepStrictEqual(rows.map((r) => r.name), ["laptop"])
     assert.notInclude(JSON.stringify(rows), key)
 
-    const revoked = await pynchy(dir, ["keys", "revoke", "laptop"])
+    const revoked = await project.cli(["keys", "revoke", "laptop"])
     assert.strictEqual(revoked.code, 0, revoked.stderr)
     assert.include(revoked.stdout, "the running host refuses it now")
     const refused = await openai.chat.completions.create({ model: "tiny", max_tokens: 4, messages: [{ role: "user", content: "hello" }] }).then(
@@ -114,33 +95,33 @@ describe.skipIf(skip)("gateway keys (pynchy keys) with the official SDKs against
   }, 120_000)
 
   it("the Anthropic SDK on the loopback port and a plain request on the gateway socket", async () => {
-    const key = await created(dir, ["--name", "tools"])
+    const key = await created(project, ["--name", "tools"])
     const anthropic = new Anthropic({ apiKey: key, baseURL: `http://127.0.0.1:${port}`, maxRetries: 0 })
     const message = await anthropic.messages.create({ model: "tiny", max_tokens: 4, messages: [{ role: "user", content: "hello" }] })
     assert.strictEqual(message.type, "message")
-    assert.strictEqual(await overSocket(path.join(dir, "data", "gateway.sock"), key), 200)
+    assert.strictEqual(await overSocket(path.join(project.dir, "gateway.sock"), key), 200)
   }, 120_000)
 
   it("a key is held to its models and its daily budget, and its usage shows under its name", async () => {
-    const scoped = await created(dir, ["--name", "scoped", "--models", "other-model"])
+    const scoped = await created(project, ["--name", "scoped", "--models", "other-model"])
     const openai = new OpenAI({ apiKey: scoped, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 })
     const denied = await openai.chat.completions.create({ model: "tiny", max_tokens: 4, messages: [{ role: "user", content: "x" }] }).then(() => undefined, (e: unknown) => e)
     assert.instanceOf(denied, OpenAI.PermissionDeniedError)
 
     // A budget smaller than one request's reservation (its max_tokens plus an input estimate).
-    const small = await created(dir, ["--name", "small", "--daily-tokens", "10"])
+    const small = await created(project, ["--name", "small", "--daily-tokens", "10"])
     const client = new OpenAI({ apiKey: small, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 })
     const over = await client.chat.completions.create({ model: "tiny", max_tokens: 64, messages: [{ role: "user", content: "x" }] }).then(() => undefined, (e: unknown) => e)
     assert.instanceOf(over, OpenAI.RateLimitError)
     assert.include((over as InstanceType<typeof OpenAI.RateLimitError>).message, "key 'small'")
 
-    const list = await pynchy(dir, ["keys", "list"])
+    const list = await project.cli(["keys", "list"])
     assert.match(list.stdout, /^scoped {2}models: other-model {2}daily tokens: unlimited {2}never expires/m)
     assert.match(list.stdout, /^small {2}models: all {2}daily tokens: 10 /m)
     assert.notInclude(list.stdout, small)
 
     // Usage events are batched into the events table: wait for the laptop key's (first test).
-    const usage = () => query(path.join(dir, "data", "pynchy.db"), "SELECT json_extract(payload, '$.workspace') AS account FROM events WHERE type = 'gateway.call'").map((r) => r.account)
+    const usage = () => project.query("SELECT json_extract(payload, '$.workspace') AS account FROM events WHERE type = 'gateway.call'").map((r) => r.account)
     await Effect.runPromise(eventually(() => (usage().includes("key:laptop") ? true : undefined), { label: "usage under key:laptop" }))
   }, 120_000)
 })

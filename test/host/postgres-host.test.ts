@@ -7,12 +7,10 @@ import { SqlClient } from "@effect/sql"
 import { afterAll, assert, describe, it } from "vitest"
 import { Effect, Redacted } from "effect"
 import * as fs from "node:fs"
-import * as path from "node:path"
 import { hashToken } from "../../src/channels/http/settings.js"
 import * as Database from "../../src/db/Database.js"
-import { killAllHosts, startHost, stopHost } from "../channels/host-process.js"
-import { runCli } from "../support/cli.js"
-import { scratchPostgres, stopPostgres, tempDir } from "../support/db.js"
+import { hostProject, killAllHosts, stopHost } from "../channels/host-process.js"
+import { scratchPostgres, stopPostgres } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
 import { skipWithoutPostgres } from "../support/postgres.js"
 import { freePort } from "../support/synapse.js"
@@ -33,20 +31,20 @@ const replies = async (base: string) => {
 describe.skipIf(skip)("a host on Postgres (real bin)", () => {
   it("answers a message, keeps its rows in Postgres, and finds the reply again after a restart", async () => {
     const url = scratchPostgres().createDatabase()
-    const dir = tempDir()
     const port = await freePort()
     // A Postgres host is a cluster runner: its own runner port, so tests can run side by side.
     const clusterPort = await freePort()
-    fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
-      `dataDir: ${dir}`,
-      "workspaces: [{ id: main, agentCore: scripted }]",
-      "routes: [{ connection: web, place: '*', workspace: main }]",
-      `connections: { web: { kind: http, port: ${port}, tokens: ['${hashToken(TOKEN)}'] } }`,
-      `cluster: { host: 127.0.0.1, port: ${clusterPort} }`
-    ].join("\n") + "\n")
+    const project = hostProject({
+      yaml: () => [
+        "workspaces: [{ id: main, agentCore: scripted }]",
+        "routes: [{ connection: web, place: '*', workspace: main }]",
+        `connections: { web: { kind: http, port: ${port}, tokens: ['${hashToken(TOKEN)}'] } }`,
+        `cluster: { host: 127.0.0.1, port: ${clusterPort} }`
+      ],
+      env: { PYNCHY_DATABASE_URL: url }
+    })
     const base = `http://127.0.0.1:${port}/v1/conversations/room`
-    const env = { PYNCHY_DATABASE_URL: url }
-    let host = await startHost(dir, env)
+    let host = await project.start()
     try {
       const posted = await fetch(`${base}/messages`, {
         method: "POST",
@@ -68,7 +66,7 @@ describe.skipIf(skip)("a host on Postgres (real bin)", () => {
     } finally {
       await stopHost(host)
     }
-    assert.isFalse(fs.existsSync(path.join(dir, "pynchy.db")), "no SQLite file next to a Postgres host")
+    assert.isFalse(fs.existsSync(project.db), "no SQLite file next to a Postgres host")
     // The rows are Postgres's: the message, its completed turn, the sent reply, the host's run.
     const rows = await Effect.runPromise(Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
@@ -79,10 +77,10 @@ describe.skipIf(skip)("a host on Postgres (real bin)", () => {
     }).pipe(Effect.provide(Database.layerPostgres(Redacted.make(url)))))
     assert.deepStrictEqual(rows.map((r) => r.what).sort(), ["delivery:sent", "in:hello postgres", "run:stopped", "turn:completed"])
     // The CLI reads the same database: status names it (without a password) and counts its rows.
-    const status = await runCli(["status"], { cwd: dir, env: { ...env, PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
+    const status = await project.cli(["status"])
     assert.include(status.stdout, `database  ${url}`, status.stderr)
     assert.notInclude(status.stdout, "no database yet")
-    host = await startHost(dir, env)
+    host = await project.start()
     try {
       assert.deepStrictEqual((await replies(base)).map((r) => r.text), ["echo: hello postgres"])
     } finally {

@@ -10,22 +10,16 @@ import type { Channel } from "../../src/pipeline/channel-contract.js"
 import { Channels } from "../../src/pipeline/Channels.js"
 import { Ingest } from "../../src/pipeline/Ingest.js"
 import { tempDir } from "../support/db.js"
+import { eventually } from "../support/eventually.js"
 import { awaitSettled, recordingConfig } from "../support/host.js"
 
 const quiet = Logger.minimumLogLevel(LogLevel.None)
 const msg = (id: string, text: string) => ({ connection: "test", place: "room", providerEventId: id, sender: "u", text })
 const conv = ConversationId.make("test:room")
 
-/** Polls `probe` (on the test's services) until it holds, sleeping on the real clock in between; fails naming what it waited for. */
-const until = <A>(label: string, probe: Effect.Effect<A | boolean | undefined>, bound = 2_000): Effect.Effect<A> =>
-  Effect.gen(function* () {
-    for (let i = 0; i < bound; i++) {
-      const value = yield* probe
-      if (value !== undefined && value !== false) return value as A
-      yield* TestServices.provideLive(Effect.sleep("10 millis"))
-    }
-    return yield* Effect.dieMessage(`gave up waiting for ${label}`)
-  })
+/** Waits until `probe` (on the test's services) gives a value other than false; fails naming what it waited for. */
+const until = <A>(label: string, probe: Effect.Effect<A | boolean | undefined>): Effect.Effect<A> =>
+  eventually(Effect.map(probe, (v) => (v === false ? undefined : (v as A))), { label })
 
 describe("pipeline failures", () => {
   it.scoped("a retryable failure is retried after base × 2^(attempt−1), then fails for good and the user is told", () =>

@@ -10,12 +10,9 @@ import * as path from "node:path"
 import { killAllHosts, killHard, query, startHost, stopHost } from "../channels/host-process.js"
 import { BIN, cleanEnv, runCli } from "../support/cli.js"
 import { tempDir } from "../support/db.js"
-import { type Duration, Effect } from "effect"
-import { eventually as eventuallyEffect } from "../support/eventually.js"
+import { waitFor } from "../support/eventually.js"
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-const eventually = <A>(probe: () => A | undefined | Promise<A | undefined>, label: string, timeout: Duration.DurationInput = "50 seconds"): Promise<A> =>
-  Effect.runPromise(eventuallyEffect(probe, { label, timeout }))
 
 afterAll(killAllHosts)
 
@@ -43,8 +40,8 @@ describe("schedules in a real host process", () => {
       child.stdout!.setEncoding("utf8").on("data", (d: string) => {
         for (const line of d.split("\n")) if (line === "[cli:sched] echo: check in") replies.push(Date.now())
       })
-      await eventually(() => (readyAt > 0 ? true : undefined), "the host ready")
-      await eventually(() => (replies.length >= 2 || Date.now() - readyAt > 6_000 ? true : undefined), "two scheduled replies, or 6 s after ready")
+      await waitFor("the host ready", () => (readyAt > 0 ? true : undefined))
+      await waitFor("two scheduled replies, or 6 s after ready", () => (replies.length >= 2 || Date.now() - readyAt > 6_000 ? true : undefined))
       const inTime = replies.filter((t) => t - readyAt <= 6_000).length
       assert.isAtLeast(inTime, 2, `replies within 6 s of ready: ${inTime}`)
       const listed = await runCli(["tasks", "--json"], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
@@ -81,10 +78,10 @@ describe("schedules in a real host process", () => {
     assert.isBelow(Date.now(), due.getTime(), "the host must be killed before the due time (machine too slow: it started after it)")
     await sleep(due.getTime() - Date.now() + 500)
     const second = await startHost(dir, scripted)
-    const runs = await eventually(() => {
+    const runs = await waitFor("the missed run settled after the restart", () => {
       const r = query(db, "SELECT due_at AS dueAt, outcome FROM task_runs")
       return r.length > 0 && r.every((x) => x.outcome !== "queued") ? r : undefined
-    }, "the missed run settled after the restart")
+    })
     await stopHost(second)
     assert.deepStrictEqual(runs, [{ dueAt: due.getTime(), outcome: "delivered" }])
     const sent = fs.readFileSync(path.join(dir, "sent.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { text: string })
@@ -116,11 +113,11 @@ describe("schedules in a real host process", () => {
     // Everything queued before this start is answered by it.
     const before = gaps.at(-1)!.restartedAt
     // A run is settled with its turn, when its reply is recorded; the reply is sent just after.
-    await eventually(() => {
+    await waitFor("every run queued before the last start answered and its reply sent", () => {
       const open = query(db, "SELECT count(*) AS n FROM task_runs WHERE outcome = 'queued' AND due_at < ?", before)[0]!.n as number
       const unsent = query(db, "SELECT count(*) AS n FROM task_runs r JOIN deliveries d ON d.turn_id = r.turn_id WHERE r.due_at < ? AND d.status = 'pending'", before)[0]!.n as number
       return open === 0 && unsent === 0 ? true : undefined
-    }, "every run queued before the last start answered and its reply sent", "5 minutes")
+    }, "5 minutes")
     await stopHost(last)
 
     const runs = query(db, "SELECT due_at AS dueAt, outcome, message_id AS messageId FROM task_runs WHERE due_at < ? ORDER BY due_at", before)

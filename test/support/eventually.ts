@@ -60,3 +60,7 @@ export const eventually = <A, E = never, R = never>(
     }
   })
 }
+
+/** `eventually` for async tests: resolves with the probe's value, or rejects naming `label`. */
+export const waitFor = <A>(label: string, probe: () => A | undefined | Promise<A | undefined>, timeout?: Duration.DurationInput): Promise<A> =>
+  Effect.runPromise(eventually(probe, { label, ...(timeout !== undefined ? { timeout } : {}) }))

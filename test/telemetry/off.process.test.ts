@@ -9,48 +9,28 @@ import { Effect, Exit, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import { killAllHosts, query, startHost, stopHost } from "../channels/host-process.js"
-import { runCli } from "../support/cli.js"
-import { tempDir } from "../support/db.js"
+import { hostProject, killAllHosts, stopHost } from "../channels/host-process.js"
+import { waitFor } from "../support/eventually.js"
 import { type OtlpReceiver, otlpReceiver } from "../support/otlp.js"
 
 const REGISTER = pathToFileURL(path.resolve(import.meta.dirname, "../support/module-log/register.mjs")).href
 
 afterAll(killAllHosts)
 
-const until = async <A>(label: string, probe: () => A | undefined, boundMs = 60_000): Promise<A> => {
-  const end = Date.now() + boundMs
-  while (Date.now() < end) {
-    const value = probe()
-    if (value !== undefined) return value
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  throw new Error(`waited ${boundMs} ms for ${label}`)
-}
-
 /** One message through `pynchy send` to a running `pynchy start`; returns the modules each process loaded. */
 const roundTrip = async (otel: Record<string, string>) => {
-  const dir = tempDir()
-  fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
-    `dataDir: ${JSON.stringify(path.join(dir, "data"))}`,
-    "containerRuntime: process",
-    "workspaces: [{ id: main, agentCore: scripted }]"
-  ].join("\n") + "\n")
-  const hostLog = path.join(dir, "host-modules.log")
-  const sendLog = path.join(dir, "send-modules.log")
-  const host = await startHost(dir, { NODE_OPTIONS: `--import=${REGISTER}`, PYNCHY_TEST_MODULE_LOG: hostLog, ...otel })
+  const project = hostProject({ yaml: () => ["containerRuntime: process", "workspaces: [{ id: main, agentCore: scripted }]"], env: { NODE_OPTIONS: `--import=${REGISTER}`, ...otel } })
+  const hostLog = path.join(project.dir, "host-modules.log")
+  const sendLog = path.join(project.dir, "send-modules.log")
+  const host = await project.start({ PYNCHY_TEST_MODULE_LOG: hostLog })
   try {
-    const sent = await runCli(["send", "-c", "cli:x", "hello"], {
-      cwd: dir,
-      env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), NODE_OPTIONS: `--import=${REGISTER}`, PYNCHY_TEST_MODULE_LOG: sendLog, ...otel }
-    })
+    const sent = await project.cli(["send", "-c", "cli:x", "hello"], { env: { PYNCHY_TEST_MODULE_LOG: sendLog } })
     assert.strictEqual(sent.code, 0, sent.stderr)
-    await until("the scripted answer's delivery", () =>
-      query(path.join(dir, "data", "pynchy.db"), "SELECT 1 FROM deliveries WHERE conversation_id = 'cli:x' AND status = 'sent'")[0])
+    await waitFor("the scripted answer's delivery", () => project.query("SELECT 1 FROM deliveries WHERE conversation_id = 'cli:x' AND status = 'sent'")[0])
   } finally {
     await stopHost(host)
   }
-  const [message] = query(path.join(dir, "data", "pynchy.db"), "SELECT trace_parent AS traceParent FROM messages WHERE conversation_id = 'cli:x' AND direction = 'in'")
+  const [message] = project.query("SELECT trace_parent AS traceParent FROM messages WHERE conversation_id = 'cli:x' AND direction = 'in'")
   const read = (f: string) => fs.readFileSync(f, "utf8").split("\n").filter((l) => l !== "")
   return { host: read(hostLog), send: read(sendLog), traceParent: message?.traceParent as string | null }
 }
