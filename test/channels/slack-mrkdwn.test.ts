@@ -52,13 +52,17 @@ describe("Slack event decoding", () => {
   const callback = (event: Record<string, unknown>) => ({ type: "event_callback", event_id: "Ev1", event })
   const message = { type: "message", channel: "C1", channel_type: "channel", user: "U1", text: "hi", ts: "1.000001" }
 
-  it("takes a user's text message; skips other types, subtypes, bots and malformed messages with a reason", () => {
+  it("takes a user's message with text or files; skips other types, subtypes, bots and malformed messages with a reason", () => {
     assert.strictEqual(decodeCallback(callback(message))._tag, "message")
     assert.deepStrictEqual(decodeCallback(callback({ type: "app_mention", user: "U1" })), { _tag: "skip", eventId: "Ev1", reason: "event type app_mention" })
     assert.deepStrictEqual(decodeCallback(callback({ ...message, subtype: "message_changed" })), { _tag: "skip", eventId: "Ev1", reason: "message subtype message_changed" })
     assert.deepStrictEqual(decodeCallback(callback({ ...message, bot_id: "B1" })), { _tag: "skip", eventId: "Ev1", reason: "a bot's message" })
     assert.deepStrictEqual(decodeCallback(callback({ ...message, text: 1 })), { _tag: "skip", eventId: "Ev1", reason: "malformed message" })
-    assert.deepStrictEqual(decodeCallback(callback({ ...message, text: "  " })), { _tag: "skip", eventId: "Ev1", reason: "a message without text" })
+    assert.deepStrictEqual(decodeCallback(callback({ ...message, text: "  " })), { _tag: "skip", eventId: "Ev1", reason: "a message with neither text nor files" })
+    // A file shared with or without a comment is a message; without files or text it is not.
+    const { text: _, ...bare } = message
+    assert.strictEqual(decodeCallback(callback({ ...bare, subtype: "file_share", files: [{ id: "F1" }] }))._tag, "message")
+    assert.deepStrictEqual(decodeCallback(callback({ ...message, text: "", subtype: "file_share", files: [] })), { _tag: "skip", eventId: "Ev1", reason: "a message with neither text nor files" })
     assert.deepStrictEqual(decodeCallback({ type: "url_verification" }), { _tag: "malformed" })
     assert.deepStrictEqual(decodeCallback(null), { _tag: "malformed" })
   })

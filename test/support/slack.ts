@@ -6,6 +6,13 @@
  * - auth.test: the bot token answers the bot's identity; any other token `invalid_auth`;
  * - apps.connections.open: the app token answers a one-use `ws://` URL of the socket server;
  * - chat.postMessage: records `{channel, thread_ts, text}` and answers a new `ts`;
+ * - files.getUploadURLExternal (filename, length): a one-use `upload_url` on this server, where a
+ *   POST of exactly `length` raw bytes is kept; files.completeUploadExternal (`files: [{id,
+ *   title}]`, `channel_id`, `thread_ts`): the uploaded file is shared there and recorded
+ *   (`uploads`, byte for byte), and kept in history as the bot's `file_share` message;
+ * - the file host: `url_private_download` of the files users share (`say` with `files`) is served at
+ *   `GET /files-pri/...` only with the bot token as `Authorization: Bearer` (otherwise a 302 to a
+ *   sign-in page, as Slack answers); every request is recorded (`downloads`);
  * - conversations.history / conversations.replies: a channel's messages (thread replies left out)
  *   newest first, or a thread's (its parent first) oldest first, after `oldest`, in pages of
  *   `historyPageSize` with `has_more` and `response_metadata.next_cursor`; users' messages and the
@@ -31,6 +38,28 @@ export interface Posted {
   readonly text: string
 }
 
+/** A file a user shares: its bytes, and what the event says of it (its size defaults to the bytes'). */
+export interface FakeFile {
+  readonly name: string
+  readonly mimetype?: string
+  readonly bytes?: Uint8Array
+  /** The size the event claims. */
+  readonly size?: number
+  /** `url_private_download` elsewhere than the fake's file host. */
+  readonly url?: string
+  /** The file host answers its URL with a 302 to this address (even with the token). */
+  readonly redirectTo?: string
+}
+
+export interface Uploaded {
+  readonly channel: string
+  readonly threadTs: string | undefined
+  readonly fileId: string
+  readonly filename: string
+  readonly title: string | undefined
+  readonly bytes: Uint8Array
+}
+
 export interface SentEvent {
   readonly eventId: string
   readonly ts: string
@@ -47,7 +76,11 @@ export interface FakeSlack {
    * and kept in the channel's history. `lost`: only in history, its event never sent (an outage
    * longer than Slack's redelivery).
    */
-  readonly say: (options: { readonly channel: string; readonly user?: string; readonly text: string; readonly channelType?: "im" | "channel" | "group" | "mpim"; readonly threadTs?: string; readonly parentUserId?: string; readonly lost?: boolean }) => SentEvent
+  readonly say: (options: { readonly channel: string; readonly user?: string; readonly text: string; readonly channelType?: "im" | "channel" | "group" | "mpim"; readonly threadTs?: string; readonly parentUserId?: string; readonly lost?: boolean; readonly files?: ReadonlyArray<FakeFile> }) => SentEvent
+  /** Files shared in a channel (and thread) through files.completeUploadExternal, in order. */
+  readonly uploads: (channel: string, threadTs?: string) => ReadonlyArray<Uploaded>
+  /** Requests to the file host: the path, and whether they carried the bot token. */
+  readonly downloads: () => ReadonlyArray<{ readonly path: string; readonly authorized: boolean }>
   /** Messages per history page at most (Slack's own page may be smaller than the `limit` asked for). */
   historyPageSize: number
   /** Sends any event callback body (malformed ones too) in an envelope. */
@@ -126,13 +159,49 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
   const tsAfter = (a: string, b: string) => Number(a) > Number(b)
   let seq = 0
   let clock = 1_800_000_000
+  /** Files users shared, served at their url_private_download path. */
+  const hosted = new Map<string, Uint8Array | { readonly redirectTo: string }>()
+  const fetched: Array<{ path: string; authorized: boolean }> = []
+  /** Upload tickets: what getUploadURLExternal announced, and the bytes once POSTed. */
+  const uploadTickets = new Map<string, { filename: string; length: number; bytes: Uint8Array | undefined; completed: boolean }>()
+  const uploaded: Array<Uploaded> = []
 
   const answer = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
     res.writeHead(status, { "content-type": "application/json", ...headers })
     res.end(JSON.stringify(body))
   }
 
+  /** The file host and the upload URLs: raw bytes, not Web API calls. */
+  const fileHost = (req: http.IncomingMessage, res: http.ServerResponse): boolean => {
+    const url = req.url ?? ""
+    if (req.method === "GET" && url.startsWith("/files-pri/")) {
+      const authorized = req.headers.authorization === `Bearer ${botToken}`
+      fetched.push({ path: url, authorized })
+      const bytes = hosted.get(url)
+      if (!authorized) res.writeHead(302, { location: "https://fake.slack.test/signin" }).end()
+      else if (bytes === undefined) res.writeHead(404).end()
+      else if (!(bytes instanceof Uint8Array)) res.writeHead(302, { location: bytes.redirectTo }).end()
+      else res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(bytes.byteLength) }).end(bytes)
+      return true
+    }
+    const upload = /^\/upload\/v1\/(F\w+)$/.exec(url)
+    if (req.method === "POST" && upload !== null) {
+      const chunks: Array<Buffer> = []
+      req.on("data", (c: Buffer) => chunks.push(c))
+      req.on("end", () => {
+        const ticket = uploadTickets.get(upload[1]!)
+        const bytes = Buffer.concat(chunks)
+        if (ticket === undefined || ticket.bytes !== undefined || bytes.byteLength !== ticket.length) return void res.writeHead(400).end("bad upload")
+        ticket.bytes = new Uint8Array(bytes)
+        res.writeHead(200, { "content-type": "text/plain" }).end(`OK - ${bytes.byteLength}`)
+      })
+      return true
+    }
+    return false
+  }
+
   const api = http.createServer((req, res) => {
+    if (fileHost(req, res)) return
     void readBody(req).then((params) => {
       const method = /^\/api\/([\w.]+)/.exec(req.url ?? "")?.[1] ?? ""
       const calls = times.get(method) ?? []
@@ -170,6 +239,36 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
           const ts = `${++clock}.000100`
           remember(channel, { type: "message", user: botUserId, bot_id: "B0001", text: post.text, ts, ...(threadTs !== undefined ? { thread_ts: threadTs } : {}) })
           return answer(res, 200, { ok: true, channel, ts })
+        }
+        case "files.getUploadURLExternal": {
+          if (token !== botToken) return answer(res, 200, { ok: false, error: "invalid_auth" })
+          const length = Number(params["length"])
+          const filename = String(params["filename"] ?? "")
+          if (!Number.isInteger(length) || length < 0 || filename === "") return answer(res, 200, { ok: false, error: "invalid_arguments" })
+          const fileId = `F${String(++seq).padStart(8, "0")}`
+          uploadTickets.set(fileId, { filename, length, bytes: undefined, completed: false })
+          return answer(res, 200, { ok: true, upload_url: `http://127.0.0.1:${apiPort}/upload/v1/${fileId}`, file_id: fileId })
+        }
+        case "files.completeUploadExternal": {
+          if (token !== botToken) return answer(res, 200, { ok: false, error: "invalid_auth" })
+          const channel = String(params["channel_id"] ?? "")
+          if (!/^[A-Z0-9]+$/.test(channel)) return answer(res, 200, { ok: false, error: "channel_not_found" })
+          const threadTs = params["thread_ts"] === undefined ? undefined : String(params["thread_ts"])
+          let files: Array<{ id?: unknown; title?: unknown }>
+          try {
+            files = JSON.parse(String(params["files"] ?? "[]")) as typeof files
+          } catch {
+            return answer(res, 200, { ok: false, error: "invalid_arguments" })
+          }
+          const done = files.map((f) => ({ f, ticket: uploadTickets.get(String(f.id)) }))
+          if (done.length === 0 || done.some(({ ticket }) => ticket?.bytes === undefined || ticket.completed)) return answer(res, 200, { ok: false, error: "file_not_found" })
+          for (const { f, ticket } of done) {
+            ticket!.completed = true
+            const record = { channel, threadTs, fileId: String(f.id), filename: ticket!.filename, title: typeof f.title === "string" ? f.title : undefined, bytes: ticket!.bytes! }
+            uploaded.push(record)
+            remember(channel, { type: "message", subtype: "file_share", user: botUserId, bot_id: "B0001", text: "", ts: `${++clock}.000100`, files: [{ id: record.fileId, name: record.filename }], ...(threadTs !== undefined ? { thread_ts: threadTs } : {}) })
+          }
+          return answer(res, 200, { ok: true, files: done.map(({ f }) => ({ id: String(f.id), title: f.title })) })
         }
         case "conversations.history":
         case "conversations.replies": {
@@ -246,11 +345,24 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
     botToken,
     appToken,
     botUserId,
-    say: ({ channel, user, text, channelType, threadTs, parentUserId, lost }) => {
+    say: ({ channel, user, text, channelType, threadTs, parentUserId, lost, files }) => {
       const ts = `${++clock}.${String(++seq).padStart(6, "0")}`
       const eventId = `Ev${String(seq).padStart(8, "0")}`
+      const shared = files?.map((f) => {
+        const id = `F${String(++seq).padStart(8, "0")}`
+        const path = `/files-pri/T0001-${id}/download/${encodeURIComponent(f.name)}`
+        if (f.redirectTo !== undefined) hosted.set(path, { redirectTo: f.redirectTo })
+        else if (f.bytes !== undefined) hosted.set(path, f.bytes)
+        const url = f.url ?? `http://127.0.0.1:${apiPort}${path}`
+        return {
+          id, name: f.name, title: f.name, mimetype: f.mimetype ?? "application/octet-stream", filetype: f.name.split(".").pop() ?? "",
+          size: f.size ?? f.bytes?.byteLength ?? 0, mode: "hosted", is_external: false,
+          url_private: url, url_private_download: url
+        }
+      })
       const event = {
         type: "message",
+        ...(shared !== undefined ? { subtype: "file_share", files: shared } : {}),
         channel,
         channel_type: channelType ?? (channel.startsWith("D") ? "im" : "channel"),
         user: user ?? "UUSER001",
@@ -266,6 +378,8 @@ export const startFakeSlack = async (): Promise<FakeSlack> => {
       if (lost !== true) envelope(body, eventId, 0)
       return { eventId, ts, body }
     },
+    uploads: (channel, threadTs) => uploaded.filter((u) => u.channel === channel && (threadTs === undefined || u.threadTs === threadTs)),
+    downloads: () => fetched,
     sendBody: (body) => envelope(body, undefined, 0),
     redeliver: (event) => {
       const n = (retries.get(event.eventId) ?? 0) + 1

@@ -7,19 +7,25 @@
  *   asks for a refresh, the loop connects again at once; when connecting fails, it retries with
  *   exponential backoff capped at `maxBackoffMs`. HTTP mode: bolt's HTTPReceiver listens on
  *   `host:port` + `path` and checks every request's signature (./receivers.ts).
- * - A user's text message in a routed channel, DM or thread is ingested with `<channel>:<ts>` as
- *   its receipt, so a redelivered event (Slack retries what was not acked) is a duplicate, and so
+ * - A user's message (text, files or both) in a routed channel, DM or thread is ingested with
+ *   `<channel>:<ts>` as its receipt, so a redelivered event (Slack retries what was not acked) is a duplicate, and so
  *   is a message that catch-up reads from history too (./history.ts: on every connection, each
  *   known place's messages after the newest one ingested there). The
  *   envelope (or the HTTP answer) is acknowledged only after the ingest committed. A thread reply
  *   is the place `<channel>/<thread_ts>`. In a channel, a message that neither uses the route's
  *   trigger nor mentions the app (nor answers in a thread the app started) is ingested as context
- *   only (../triggers.ts). Subtypes (edits, joins, bots), other event types, malformed events and
- *   texts over `maxInboundChars` are skipped and logged.
+ *   only (../triggers.ts). Subtypes other than `file_share` (edits, joins, bots), other event
+ *   types, malformed events and texts over `maxInboundChars` are skipped and logged.
+ * - A message's files are judged from the event (deleted, external, `files:` size, type and
+ *   count, a URL off Slack's file host) and the rest downloaded with the bot token, capped and
+ *   under a deadline (./files.ts), before the ingest; ingest saves them in the workspace inbox, and
+ *   each refused one is named to the agent with why. The message is stored either way.
  * - Replies go out with chat.postMessage as mrkdwn (./mrkdwn.ts), in the thread of their place,
  *   cut at 4,000 characters into parts sent under their own keys (../parts.ts). Slack has no
  *   idempotency key: a part whose outcome is unknown after a crash is never resent; the delivery
- *   ends `unknown` and the user gets a notice. 429 answers are retried after `Retry-After`.
+ *   ends `unknown` and the user gets a notice. 429 answers are retried after `Retry-After`. The
+ *   agent's outbox files follow the text, each its own claimed part (`<key>#file<n>`), uploaded
+ *   with Slack's external upload flow into the same channel and thread (./files.ts).
  * - isReady: Socket Mode, true while a connection is open (after `hello`); HTTP, while the
  *   endpoint listens.
  *
@@ -27,12 +33,14 @@
  */
 import type * as Bolt from "@slack/bolt"
 import { Cause, Config, Deferred, Duration, Effect, Exit, Redacted, Runtime, Schedule, Schema } from "effect"
+import { FilesConfig } from "../../config/files.js"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
 import { type Channel, type OutboundDelivery, SendOutcomeUnknown } from "../../pipeline/channel-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
 import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import { decodeCallback, isDirect, type MessageEvent, placeOf, targetOf } from "./events.js"
+import { fileOrigins, notShared, receiveFiles, uploadFile } from "./files.js"
 import { compareTs, fromHistory, laterTs, type Positions, readPositions, receiptOf, writePositions } from "./history.js"
 import { fromSlackText, toMrkdwn } from "./mrkdwn.js"
 import { boltLogger, SocketBridge } from "./receivers.js"
@@ -61,6 +69,8 @@ const CONNECT_TIMEOUT = Duration.seconds(30)
 export interface SlackRuntimeOptions {
   readonly name: string
   readonly settings: SlackSettings
+  /** `files:` of pynchy.yaml (default: its defaults). */
+  readonly files?: FilesConfig
 }
 
 /** A secret named by `<field>`: the environment variable's value, through Config. */
@@ -72,6 +82,8 @@ export const readSecret = (name: string, field: "botTokenEnv" | "appTokenEnv" | 
 
 export const makeSlackRuntime = (options: SlackRuntimeOptions): NativeConnectionRuntime => {
   const { name, settings } = options
+  const limits = options.files ?? FilesConfig.make({})
+  const origins = fileOrigins(settings.apiUrl)
   let ready = false
   let closed = true
   const fail = (operation: string) => (e: { readonly message: string }) => new SlackRuntimeError({ connection: name, operation, reason: e.message })
@@ -130,6 +142,7 @@ export const makeSlackRuntime = (options: SlackRuntimeOptions): NativeConnection
             return yield* Effect.logWarning("slack message refused: too long").pipe(Effect.annotateLogs({ message: receipt, chars: text.length, limit: settings.maxInboundChars }))
           }
           const triggered = isTriggered({ text, direct: isDirect(event), trigger: route.trigger, handle, repliesToBot: event.parent_user_id === me.userId })
+          const got = event.files === undefined ? undefined : yield* receiveFiles(event.files, { token: botToken, limits, origins })
           const next = { ...positions, [place]: laterTs(positions[place], event.ts) }
           order += 1
           yield* context.ingest({
@@ -138,7 +151,9 @@ export const makeSlackRuntime = (options: SlackRuntimeOptions): NativeConnection
             providerEventId: receipt,
             sender: event.user,
             text,
+            ...(got !== undefined && got.files.length > 0 ? { files: got.files } : {}),
             metadata: {
+              ...(got !== undefined && got.refused.length > 0 ? { filesRefused: got.refused } : {}),
               ...(eventId !== undefined ? { eventId } : { fromHistory: true }),
               ts: event.ts,
               channel: event.channel,
@@ -220,7 +235,9 @@ export const makeSlackRuntime = (options: SlackRuntimeOptions): NativeConnection
           delivery,
           limit: MESSAGE_LIMIT,
           sendPart: ({ text }) => patiently(api.postMessage(channel, threadTs, toMrkdwn(text))),
-          failure: (e) => ({ notSent: e.answered || e.notSent, reason: e.message })
+          // The agent's outbox: each file one upload, shared in the place's channel and thread.
+          sendFile: (file) => uploadFile(app.client, { channel, threadTs, name: file.name, bytes: file.bytes }, origins, patiently),
+          failure: (e) => ({ notSent: e.answered || e.notSent || notShared(e), reason: e.message })
         })
       }
       const channel: Channel = {
@@ -228,6 +245,7 @@ export const makeSlackRuntime = (options: SlackRuntimeOptions): NativeConnection
         // Each part is claimed in the database before it is sent (../parts.ts): a resend sends only
         // missing parts and never one whose outcome is unknown, so resending a delivery is safe.
         idempotentResends: true,
+        files: true,
         send: (delivery) =>
           closed
             ? Promise.reject(new Error(`slack connection '${name}' is closed`))

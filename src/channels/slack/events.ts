@@ -1,7 +1,8 @@
 /**
- * What the Slack runtime takes from an Events API callback: a user's text message in a channel,
- * a private channel, a group DM or a DM, decoded one event at a time. Anything else (another
- * event type, a message subtype such as an edit, a join or a bot's post, a malformed body) is
+ * What the Slack runtime takes from an Events API callback: a user's message in a channel, a
+ * private channel, a group DM or a DM, with text or files (subtype `file_share`; its files are
+ * judged one by one in ./files.ts), decoded one event at a time. Anything else (another event
+ * type, another message subtype such as an edit, a join or a bot's post, a malformed body) is
  * skipped with a reason for the log (the event id and what was wrong, never the content).
  */
 import { Either, Schema } from "effect"
@@ -10,8 +11,12 @@ export const MessageEvent = Schema.Struct({
   type: Schema.Literal("message"),
   channel: Schema.String.pipe(Schema.pattern(/^[A-Z0-9]+$/)),
   channel_type: Schema.optional(Schema.String),
+  subtype: Schema.optional(Schema.Literal("file_share")),
   user: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)),
-  text: Schema.String,
+  /** A file shared without a comment may come with no text. */
+  text: Schema.optionalWith(Schema.String, { default: () => "" }),
+  /** Slack's file objects, undecoded: a malformed one is refused by itself, not the message. */
+  files: Schema.optional(Schema.Array(Schema.Unknown)),
   ts: Schema.String.pipe(Schema.pattern(/^\d+\.\d+$/)),
   thread_ts: Schema.optional(Schema.String.pipe(Schema.pattern(/^\d+\.\d+$/))),
   parent_user_id: Schema.optional(Schema.String),
@@ -43,13 +48,16 @@ export const decodeCallback = (body: unknown): Decoded => {
   if (Either.isLeft(envelope)) return { _tag: "malformed" }
   const { event_id: eventId, event } = envelope.right
   if (event.type !== "message") return { _tag: "skip", eventId, reason: `event type ${event.type.slice(0, 40)}` }
-  if (event.subtype !== undefined) return { _tag: "skip", eventId, reason: `message subtype ${String(event.subtype).slice(0, 40)}` }
+  if (event.subtype !== undefined && event.subtype !== "file_share") return { _tag: "skip", eventId, reason: `message subtype ${String(event.subtype).slice(0, 40)}` }
   const message = decodeMessage(body)
   if (Either.isLeft(message)) return { _tag: "skip", eventId, reason: "malformed message" }
   if (message.right.event.bot_id !== undefined) return { _tag: "skip", eventId, reason: "a bot's message" }
-  if (message.right.event.text.trim() === "") return { _tag: "skip", eventId, reason: "a message without text" }
+  if (isEmpty(message.right.event)) return { _tag: "skip", eventId, reason: "a message with neither text nor files" }
   return { _tag: "message", callback: message.right }
 }
+
+/** Neither text nor files: nothing to ingest. */
+export const isEmpty = (event: MessageEvent): boolean => event.text.trim() === "" && (event.files === undefined || event.files.length === 0)
 
 /**
  * The place of a message: its channel, or `<channel>/<thread_ts>` for a reply in a thread. The

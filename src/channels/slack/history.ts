@@ -7,7 +7,7 @@
  * history, so what both paths bring is ingested once.
  */
 import { Either, Schema } from "effect"
-import { MessageEvent } from "./events.js"
+import { isEmpty, MessageEvent } from "./events.js"
 
 const Ts = Schema.String.pipe(Schema.pattern(/^\d+\.\d+$/))
 
@@ -41,15 +41,15 @@ const decodeEvent = Schema.decodeUnknownEither(MessageEvent)
 
 /**
  * A message of a history page as the event it would have been (its channel added), or the reason
- * it is not ingested: a subtype (edits, joins, bots' posts), a bot's message, no text, malformed.
+ * it is not ingested: a subtype other than `file_share` (edits, joins, bots' posts), a bot's message, neither text nor files, malformed.
  */
 export const fromHistory = (channel: string, raw: unknown): { readonly _tag: "message"; readonly event: MessageEvent } | { readonly _tag: "skip"; readonly reason: string } => {
   const head = decodeHistoryMessage(raw)
   if (Either.isLeft(head)) return { _tag: "skip", reason: "malformed" }
-  if (head.right.subtype !== undefined) return { _tag: "skip", reason: `message subtype ${String(head.right.subtype).slice(0, 40)}` }
+  if (head.right.subtype !== undefined && head.right.subtype !== "file_share") return { _tag: "skip", reason: `message subtype ${String(head.right.subtype).slice(0, 40)}` }
   if (head.right.bot_id !== undefined) return { _tag: "skip", reason: "a bot's message" }
   const event = decodeEvent({ ...(raw as object), channel })
   if (Either.isLeft(event)) return { _tag: "skip", reason: "malformed message" }
-  if (event.right.text.trim() === "") return { _tag: "skip", reason: "a message without text" }
+  if (isEmpty(event.right)) return { _tag: "skip", reason: "a message with neither text nor files" }
   return { _tag: "message", event: event.right }
 }

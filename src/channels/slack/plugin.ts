@@ -11,12 +11,12 @@ import { makeSlackRuntime } from "./SlackRuntime.js"
  */
 export default definePlugin({
   name: "slack",
-  description: "Slack channels, DMs and threads through @slack/bolt (Socket Mode or signed HTTP events, mrkdwn, long replies in parts)",
+  description: "Slack channels, DMs and threads through @slack/bolt (Socket Mode or signed HTTP events, mrkdwn, long replies in parts, files in and out)",
   connectionRuntime: ({ config }) => {
     const runtimes: Array<NativeConnectionRuntime> = []
     for (const { name, raw, routed } of connectionsOfKind(config, "slack")) {
       const settings = decodeSlackSettings(name, raw)
-      if (routed) runtimes.push(makeSlackRuntime({ name, settings }))
+      if (routed) runtimes.push(makeSlackRuntime({ name, settings, files: config.files }))
     }
     return runtimes
   }
