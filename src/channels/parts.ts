@@ -19,7 +19,9 @@
  * `<delivery key>#audio`: claimed and settled like the others, so it never goes out twice; being
  * an extra, its failure is logged and never fails the delivery (its text arrived). The files of a
  * reply (`delivery.files`, the agent's outbox) follow, each its own part `<delivery key>#file<n>`,
- * claimed and settled the same way.
+ * claimed and settled like a text part: they are what the agent meant to send, so after all were
+ * tried, one surely not sent fails the delivery with `PartsNotSent` (the resend sends only it) and
+ * one that may be lost with `PartsOutcomeUnknown` (the user is told).
  */
 import { Clock, Duration, Effect, Schema } from "effect"
 import { DeliveryStore } from "../db/DeliveryStore.js"
@@ -108,16 +110,45 @@ export const sendInParts = <E>(options: PartsOptions<E>): Effect.Effect<void, Pa
       yield* sendExtraPart(idempotencyKey, audioKey(idempotencyKey), "spoken reply: the audio was not sent; the text was", (key) => options.sendAudio!(audio, key), options)
     }
     if (files !== undefined && options.sendFile !== undefined) {
+      // Every file is tried; then a file surely not sent fails the delivery so that the outbox
+      // sends it again (only what is missing goes), and one that may be lost makes it unknown.
+      const lost: Array<number> = []
+      let notSent: { readonly n: number; readonly reason: string } | undefined
       for (const file of files) {
-        yield* sendExtraPart(idempotencyKey, fileKey(idempotencyKey, file.n), "a reply's file was not sent; the text was", (key) => options.sendFile!(file, key), options)
+        const key = fileKey(idempotencyKey, file.n)
+        const claim = yield* store.claimPart(key)
+        if (claim === "sent") continue
+        if (claim === "sending" && options.resendUnknown !== true && !(yield* claimedWithin(key))) {
+          lost.push(file.n)
+          continue
+        }
+        const sent = yield* Effect.either(options.sendFile(file, key))
+        if (sent._tag === "Right") {
+          yield* store.settlePart(key, "sent")
+          continue
+        }
+        const failure = options.failure(sent.left)
+        if (failure.notSent) {
+          yield* store.settlePart(key, "released")
+          notSent ??= { n: file.n, reason: failure.reason }
+        } else lost.push(file.n)
+        yield* Effect.logWarning("a reply's file was not sent").pipe(
+          Effect.annotateLogs({ delivery: idempotencyKey, part: key, outcome: failure.notSent ? "not sent" : "unknown", reason: failure.reason })
+        )
+      }
+      if (lost.length > 0) {
+        return yield* new PartsOutcomeUnknown({ parts: lost.map((n) => count + n), count: count + files.length, reason: `file ${lost.join(", ")} of the reply may be missing` })
+      }
+      if (notSent !== undefined) {
+        return yield* new PartsNotSent({ part: count + notSent.n, count: count + files.length, reason: `file ${notSent.n}: ${notSent.reason}` })
       }
     }
   })
 
 /**
- * The audio and files go after every text part has: they are extras, so a failure never fails the
- * delivery (the text arrived). Each is claimed like a part: one whose outcome is unknown is not
- * sent again (unless the platform deduplicates), and one surely not sent is released and logged.
+ * The audio goes after every text part has: it is an extra, so its failure never fails the
+ * delivery (the text arrived). It is claimed like a part: one whose outcome is unknown is not sent
+ * again (unless the platform deduplicates), and one surely not sent is released and logged.
  */
 const sendExtraPart = <E>(deliveryKey: string, key: string, warning: string, send: (key: string) => Effect.Effect<void, E>, options: PartsOptions<E>) =>
   Effect.gen(function* () {

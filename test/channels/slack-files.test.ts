@@ -21,6 +21,7 @@ import { decodeSlackSettings } from "../../src/channels/slack/settings.js"
 import { makeSlackRuntime } from "../../src/channels/slack/SlackRuntime.js"
 import { FilesConfig } from "../../src/config/files.js"
 import { DeliveryStore } from "../../src/db/DeliveryStore.js"
+import { SendOutcomeUnknown } from "../../src/pipeline/channel-contract.js"
 import { Channels } from "../../src/pipeline/Channels.js"
 import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
@@ -157,7 +158,7 @@ describe("Slack files", () => {
       assert.strictEqual(fs.readFileSync(path.join(workspace, found![1]!.slice("/workspace/".length)), "utf8"), "missed it")
     }))
 
-  it.scopedLive("an upload Slack refused is released and goes on the resend, once; a file part left `sending` by a crash is never uploaded again", () =>
+  it.scopedLive("an upload Slack refused fails the delivery and goes on the resend, once; a file part left `sending` by a crash is never uploaded again and the outcome is unknown", () =>
     Effect.gen(function* () {
       const { ctx } = yield* withHost(() => {})
       const channel = (yield* Effect.provide(Channels, ctx)).get("sl")!
@@ -167,9 +168,11 @@ describe("Slack files", () => {
       const file = { n: 1, name: "report.pdf", mimeType: "application/pdf", bytes: bytesOf("%PDF-1.4 fake") }
       const delivery = { idempotencyKey: "files-1", conversationId: `sl:${room}`, connection: "sl", place: room, kind: "reply" as const, text: "here it is", previousAttempts: 0, files: [file] }
 
-      // Sharing is refused (a 429 longer than a send waits): the text is out, the file is not, and the delivery does not fail for it.
+      // Sharing is refused (a 429 longer than a send waits): the text is out, the file is not, and
+      // the delivery fails for it, so the outbox sends it again (only the file goes).
       slack.rateLimitNext("files.completeUploadExternal", 1, 60)
-      yield* Effect.promise(() => channel.send(delivery))
+      const refused = yield* Effect.flip(Effect.tryPromise(() => channel.send(delivery)))
+      assert.include(String(refused.error), "file 1")
       assert.strictEqual(slack.posted(room).length, 1)
       assert.strictEqual(slack.uploads(room).length, 0)
       assert.strictEqual(yield* parts.partClaimedAt(fileKey("files-1", 1)), null)
@@ -179,10 +182,12 @@ describe("Slack files", () => {
       yield* Effect.promise(() => channel.send({ ...delivery, previousAttempts: 2 }))
       assert.strictEqual(slack.uploads(room).length, 1)
 
-      // Another delivery whose file part a crash left `sending`: its text goes, its file never does.
+      // Another delivery whose file part a crash left `sending`: its text goes, its file never does,
+      // and the delivery's outcome is unknown (the user is told).
       assert.strictEqual(yield* parts.claimPart(fileKey("files-2", 1)), "claimed")
       const calls = slack.calls("files.getUploadURLExternal")
-      yield* Effect.promise(() => channel.send({ ...delivery, idempotencyKey: "files-2" }))
+      const unknown = yield* Effect.flip(Effect.tryPromise(() => channel.send({ ...delivery, idempotencyKey: "files-2" })))
+      assert.instanceOf(unknown.error, SendOutcomeUnknown)
       assert.strictEqual(slack.posted(room).length, 2)
       assert.strictEqual(slack.uploads(room).length, 1)
       assert.strictEqual(slack.calls("files.getUploadURLExternal"), calls)

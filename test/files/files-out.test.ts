@@ -66,7 +66,10 @@ describe("files out", () => {
         sendFile: (file, key) => file.n === failOn ? Effect.fail("refused") : Effect.sync(() => void sent.push(key)),
         failure: () => ({ notSent: true, reason: "refused" })
       })
-      yield* send()
+      // Every file is tried; the one surely not sent fails the delivery, so the outbox sends it again.
+      const first = yield* Effect.flip(send())
+      assert.strictEqual(first._tag, "PartsNotSent")
+      assert.include(first.message, "file 2: refused")
       assert.deepStrictEqual(sent, ["t1:0#1", "t1:0#file1", "t1:0#file3"])
       failOn = undefined
       yield* send()
@@ -77,5 +80,25 @@ describe("files out", () => {
       yield* store.storeFiles("t1:0", files)
       yield* store.storeFiles("t1:0", [{ name: "other.txt", mimeType: "text/plain", bytes: new Uint8Array([9]) }])
       assert.deepStrictEqual((yield* store.filesOf("t1:0")).map((f) => f.name), ["f1.txt", "f2.txt", "f3.txt"])
+    }).pipe(Effect.provide(storesOn(Database.layerMemory))))
+
+  it.effect("a file whose send may have arrived makes the delivery unknown, and is never sent again", () =>
+    Effect.gen(function* () {
+      const files = [1, 2].map((n) => ({ n, name: `f${n}.txt`, mimeType: "text/plain", bytes: new Uint8Array([n]) }))
+      const sent: Array<string> = []
+      const send = (lostOn?: number) => sendInParts({
+        delivery: { idempotencyKey: "t2:0", text: "hi", files },
+        limit: 4_000,
+        sendPart: ({ key }) => Effect.sync(() => void sent.push(key)),
+        sendFile: (file, key) => file.n === lostOn ? Effect.fail("no answer") : Effect.sync(() => void sent.push(key)),
+        failure: () => ({ notSent: false, reason: "no answer" })
+      })
+      const first = yield* Effect.flip(send(1))
+      assert.strictEqual(first._tag, "PartsOutcomeUnknown")
+      assert.include(first.message, "file 1 of the reply may be missing")
+      assert.deepStrictEqual(sent, ["t2:0#1", "t2:0#file2"])
+      // The resend finds it `sending`: the platform may have it, so it stays unknown and unsent.
+      assert.strictEqual((yield* Effect.flip(send()))._tag, "PartsOutcomeUnknown")
+      assert.deepStrictEqual(sent, ["t2:0#1", "t2:0#file2"])
     }).pipe(Effect.provide(storesOn(Database.layerMemory))))
 })
