@@ -62,8 +62,12 @@ export interface Telegram {
   readonly calls: (method: string) => number
   /** The webhook set (its url and secret), or none. */
   readonly webhook: () => { readonly url: string; readonly secret: string | undefined } | undefined
-  /** Each webhook POST: the update id and the status answered (0: no answer, e.g. connection refused or reset). */
-  readonly webhookPosts: () => ReadonlyArray<{ readonly updateId: number; readonly status: number }>
+  /**
+   * Each webhook POST: the update id and the status answered; 0 when there was no answer, with the
+   * error code (ECONNREFUSED: nothing listened; another code, such as UND_ERR_SOCKET: the request
+   * was cut off after it reached the listener).
+   */
+  readonly webhookPosts: () => ReadonlyArray<{ readonly updateId: number; readonly status: number; readonly code?: string }>
   /** The updates the webhook url took (answered 2xx), as posted. */
   readonly webhookDelivered: () => ReadonlyArray<Record<string, unknown> & { readonly update_id: number }>
   /** The front stops listening (the Bot API is unreachable) until `up`. */
@@ -123,7 +127,7 @@ export const startTelegram = async (token = "123456:TEST-token", options: { read
   const times = new Map<string, Array<{ at: number; flooded: boolean }>>()
   let hook: { url: string; secret: string | undefined } | undefined
   let lastError: { date: number; message: string } | undefined
-  const posts: Array<{ updateId: number; status: number }> = []
+  const posts: Array<{ updateId: number; status: number; code?: string }> = []
   const delivered: Array<Record<string, unknown> & { update_id: number }> = []
   let delivering = false
   let retryTimer: NodeJS.Timeout | undefined
@@ -158,6 +162,7 @@ export const startTelegram = async (token = "123456:TEST-token", options: { read
         const update = pending[0]!
         const target = hook
         let status = 0
+        let code: string | undefined
         try {
           const r = await fetch(target.url, {
             method: "POST",
@@ -167,9 +172,10 @@ export const startTelegram = async (token = "123456:TEST-token", options: { read
           status = r.status
           await r.arrayBuffer()
         } catch (e) {
-          lastError = { date: Math.floor(Date.now() / 1000), message: `Connection failed: ${(e as { cause?: { code?: string } }).cause?.code ?? "error"}` }
+          code = (e as { cause?: { code?: string } }).cause?.code ?? "error"
+          lastError = { date: Math.floor(Date.now() / 1000), message: `Connection failed: ${code}` }
         }
-        posts.push({ updateId: update.update_id, status })
+        posts.push({ updateId: update.update_id, status, ...(code !== undefined ? { code } : {}) })
         if (status >= 200 && status < 300) {
           pending = pending.filter((u) => u.update_id !== update.update_id)
           delivered.push(update)
