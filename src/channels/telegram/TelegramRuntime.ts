@@ -95,7 +95,6 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
   const limits = options.files ?? FilesConfig.make({})
   let ready = false
   let closed = true
-  let webhookPort: number | undefined
   const fail = (operation: string) => (e: { readonly message: string }) => new TelegramRuntimeError({ connection: name, operation, reason: e.message })
 
   const start = (context: NativeRuntimeContext) =>
@@ -315,10 +314,9 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
         Effect.gen(function* () {
           const secret = yield* readSecret(name, hook, options.dataDir).pipe(Effect.mapError((e) => new TelegramRuntimeError({ connection: name, operation: "start", reason: e.reason })))
           // Listening before registering: Telegram's first POST finds the listener.
-          const listener = yield* listen({ name, webhook: hook, secret, onUpdate: (update) => ingestBatch([update]) }).pipe(
+          yield* listen({ name, webhook: hook, secret, onUpdate: (update) => ingestBatch([update]) }).pipe(
             Effect.mapError((e) => new TelegramRuntimeError({ connection: name, operation: "listen", reason: e.reason }))
           )
-          webhookPort = listener.port
           const register = api.setWebhook(hook.url, secret).pipe(
             Effect.zipRight(Effect.sync(() => (ready = true))),
             Effect.zipRight(Effect.logInfo("telegram webhook registered").pipe(Effect.annotateLogs({ url: hook.url })))
@@ -351,8 +349,5 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
       else yield* Effect.forkScoped(pollLoop)
     })
 
-  return Object.assign(native({ name, start, isReady: Effect.sync(() => ready && !closed) }), {
-    /** Webhook mode: the port the listener is bound to, once started. */
-    webhookPort: () => webhookPort
-  })
+  return native({ name, start, isReady: Effect.sync(() => ready && !closed) })
 }

@@ -57,10 +57,6 @@ const digest = (s: string) => createHash("sha256").update(s, "utf8").digest()
 const plain = (status: number, text: string, headers: Record<string, string> = {}) =>
   HttpServerResponse.text(text, { status, headers: { "cache-control": "no-store", ...headers } })
 
-export interface WebhookListener {
-  readonly port: number | undefined
-}
-
 /**
  * Listens on `webhook.listen` in the caller's scope (closed with it) and hands each authenticated
  * update to `onUpdate`; the answer waits for it. Fails when the port cannot be bound.
@@ -125,7 +121,5 @@ export const listen = <E extends { readonly message: string }>(options: {
     // Runs before the server's own close: connections still open are cut, so the close cannot hang.
     yield* Effect.addFinalizer(() => Effect.sync(() => nodeServer.closeAllConnections()))
     yield* server.serve(app)
-    const listener: WebhookListener = { port: server.address._tag === "TcpAddress" ? server.address.port : undefined }
-    yield* Effect.logInfo("telegram webhook listening").pipe(Effect.annotateLogs({ connection: name, host: webhook.listen.host, port: listener.port, path: route }))
-    return listener
+    yield* Effect.logInfo("telegram webhook listening").pipe(Effect.annotateLogs({ connection: name, host: webhook.listen.host, port: webhook.listen.port, path: route }))
   })
