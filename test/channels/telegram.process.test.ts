@@ -1,7 +1,9 @@
 /**
  * The real host (`pynchy start`, the built bundle) with a Telegram connection against the
  * emulator: a message answered through a real sandboxed turn (the scripted core), a kill -9
- * mid-turn, and a host that was down catching up from its durable offset.
+ * mid-turn, and a host that was down catching up from its durable offset. In webhook mode:
+ * `pynchy doctor` on the registration, and a kill -9 while the emulator's front posts a burst of
+ * updates (one request cut off before its answer), each message answered once after a restart.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -10,7 +12,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
-import { startTelegram, type Telegram } from "../support/telegram.js"
+import { freePort, startTelegram, type Telegram } from "../support/telegram.js"
 import { execFile } from "node:child_process"
 import { BIN, cleanEnv } from "../support/cli.js"
 import { awaitAllSent, killAllHosts, killHard, query, startHost, stopHost } from "./host-process.js"
@@ -25,14 +27,18 @@ afterAll(async () => {
 })
 
 
-const writeConfig = (dir: string) =>
+const writeConfig = (dir: string, webhookPort?: number) =>
   fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
     `dataDir: ${dir}`,
     "workspaces: [{ id: main, agentCore: scripted }]",
     "routes: [{ connection: tg, place: '*', workspace: main }]",
-    `connections: { tg: { kind: telegram, tokenEnv: TG_BOT_TOKEN, apiRoot: '${tg.apiRoot}', pollTimeoutSeconds: 2, maxBackoffMs: 500 } }`,
+    `connections: { tg: { kind: telegram, tokenEnv: TG_BOT_TOKEN, apiRoot: '${tg.apiRoot}', pollTimeoutSeconds: 2, maxBackoffMs: 500` +
+    (webhookPort === undefined ? "" : `, mode: webhook, webhook: { url: '${hookUrl(webhookPort)}', listen: { port: ${webhookPort} }, secretTokenEnv: TG_WEBHOOK_SECRET }`) +
+    " } }",
     "limits: { retryBaseMs: 10, runtimeReadyTimeoutMs: 20000 }"
   ].join("\n") + "\n")
+const hookUrl = (port: number) => `http://127.0.0.1:${port}/telegram/tg`
+const SECRET = "process-test-secret"
 
 /** The CLI, without blocking this process (the emulator answers from it). */
 const runCli = (args: ReadonlyArray<string>, options: { cwd: string; env: Record<string, string> }) =>
@@ -41,7 +47,7 @@ const runCli = (args: ReadonlyArray<string>, options: { cwd: string; env: Record
       resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
   })
 
-const start = (dir: string) => startHost(dir, { TG_BOT_TOKEN: tg.token })
+const start = (dir: string) => startHost(dir, { TG_BOT_TOKEN: tg.token, TG_WEBHOOK_SECRET: SECRET })
 const repliesTo = (chatId: number, text: string) => tg.sent(chatId).filter((t) => t === `echo: ${text}`).length
 const awaitReply = (chatId: number, text: string) =>
   Effect.runPromise(eventually(() => (repliesTo(chatId, text) > 0 ? true : undefined), { label: `the reply to '${text}'` }))
@@ -75,7 +81,7 @@ describe("Telegram host process against the emulator", () => {
     writeConfig(dir)
     const env = { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") }
     const good = await runCli(["doctor"], { cwd: dir, env: { ...env, TG_BOT_TOKEN: tg.token } })
-    assert.match(good.stdout, /^ok +telegram +tg: http:\/\/127\.0\.0\.1:\d+ answers as @TestNameBot$/m)
+    assert.match(good.stdout, /^ok +telegram +tg: http:\/\/127\.0\.0\.1:\d+ answers as @TestNameBot; polling$/m)
     const missing = await runCli(["doctor"], { cwd: dir, env })
     assert.match(missing.stdout, /^fail +telegram +connections\.tg\.tokenEnv: TG_BOT_TOKEN is not set/m)
     assert.strictEqual(missing.code, 1)
@@ -140,6 +146,71 @@ describe("Telegram host process against the emulator", () => {
       await Effect.runPromise(eventually(() => (texts.every((t) => repliesTo(cy.chatId, t) >= 1) ? true : undefined), { label: "a reply to every message sent while the host was down" }))
       for (const t of ["first", ...texts]) assert.strictEqual(repliesTo(cy.chatId, t), 1, t)
       await awaitAllSent(db)
+    } finally {
+      await stopHost(host)
+    }
+  })
+
+  it("webhook mode: pynchy doctor says whether the webhook is registered, and names a missing secret", async () => {
+    const dir = tempDir()
+    const port = await freePort()
+    writeConfig(dir, port)
+    const env = { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), TG_BOT_TOKEN: tg.token }
+    const noSecret = await runCli(["doctor"], { cwd: dir, env })
+    assert.match(noSecret.stdout, /^fail +telegram +connections\.tg\.webhook\.secretTokenEnv: TG_WEBHOOK_SECRET is not set/m)
+    // Another test's webhook may be set: the check names what Telegram has.
+    await fetch(`${tg.apiRoot}/bot${tg.token}/deleteWebhook`, { method: "POST" })
+    const before = await runCli(["doctor"], { cwd: dir, env: { ...env, TG_WEBHOOK_SECRET: SECRET } })
+    assert.match(before.stdout, /^warn +telegram +tg: .* answers as @TestNameBot; webhook not registered \(Telegram has none; \d+ pending\)/m)
+    const host = await start(dir)
+    try {
+      const ok = await runCli(["doctor"], { cwd: dir, env: { ...env, TG_WEBHOOK_SECRET: SECRET } })
+      assert.match(ok.stdout, new RegExp(`^ok +telegram +tg: .* answers as @TestNameBot; webhook ${hookUrl(port).replace(/[.]/g, "\\.")} registered, 0 pending`, "m"))
+      assert.notInclude(ok.stdout + ok.stderr, SECRET)
+    } finally {
+      await stopHost(host)
+    }
+  })
+
+  it("webhook mode: killed with kill -9 while updates are posted (one request cut before its answer), each message is stored once and answered once", async () => {
+    const dir = tempDir()
+    const port = await freePort()
+    writeConfig(dir, port)
+    const db = path.join(dir, "pynchy.db")
+    const ed = tg.user({ chatId: 7004 })
+    let host = await start(dir)
+    await ed.say("warm up")
+    await awaitReply(ed.chatId, "warm up")
+    const texts: Array<string> = []
+    let cut: { updateId: number; stored: boolean } | undefined
+    for (let attempt = 0; attempt < 5 && cut === undefined; attempt++) {
+      const postsBefore = tg.webhookPosts().length
+      const burst = Array.from({ length: 30 }, (_, i) => `burst ${attempt}.${i}`)
+      texts.push(...burst)
+      for (const t of burst) await ed.say(t)
+      await Effect.runPromise(eventually(() => (query(db, "SELECT COUNT(*) AS n FROM messages WHERE direction = 'in' AND text LIKE ?", `burst ${attempt}.%`)[0]!.n as number >= 3 ? true : undefined), { label: "the burst arriving" }))
+      await killHard(host)
+      // A request the kill cut off: it reached the listener and got no answer (not refused).
+      const lost = tg.webhookPosts().slice(postsBefore).find((p) => p.status === 0 && p.code !== "ECONNREFUSED")
+      if (lost !== undefined) {
+        const stored = query(db, "SELECT COUNT(*) AS n FROM receipts WHERE connection = 'tg' AND provider_event_id LIKE ?", `${lost.updateId}:%`)[0]!.n === 1
+        cut = { updateId: lost.updateId, stored }
+      }
+      host = await start(dir)
+    }
+    try {
+      assert.isDefined(cut, "no kill landed while a webhook request was in flight")
+      await ed.say("sentinel")
+      for (const t of [...texts, "sentinel"]) await awaitReply(ed.chatId, t)
+      await Effect.runPromise(eventually(() => (query(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending'")[0]!.n === 0 ? true : undefined), { label: "every delivery settled" }))
+      for (const t of ["warm up", ...texts, "sentinel"]) {
+        const unknown = query(db, "SELECT COUNT(*) AS n FROM deliveries WHERE status = 'unknown' AND text = ?", `echo: ${t}`)[0]!.n
+        if (unknown === 1) assert.isAtMost(repliesTo(ed.chatId, t), 1, t)
+        else assert.strictEqual(repliesTo(ed.chatId, t), 1, t)
+        assert.strictEqual(query(db, "SELECT COUNT(*) AS n FROM messages WHERE direction = 'in' AND text = ?", t)[0]!.n, 1, `${t} stored once`)
+      }
+      // The cut update was posted again after the restart and answered 2xx (a duplicate of its receipt if it had committed).
+      assert.isTrue(tg.webhookPosts().some((p) => p.updateId === cut!.updateId && p.status === 200), `update ${cut!.updateId} delivered again (committed before the kill: ${cut!.stored})`)
     } finally {
       await stopHost(host)
     }

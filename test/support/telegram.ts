@@ -10,7 +10,13 @@
  *   (`/file/bot<token>/<file_path>`) serve what a test added with `addFile`, and sendDocument
  *   (multipart, like sendVoice) keeps what the bot sent;
  * - faults on demand: a 429 with `retry_after` for the next calls of a method, raw updates
- *   (malformed, unknown types), and an outage (the front stops listening: connection refused).
+ *   (malformed, unknown types), and an outage (the front stops listening: connection refused);
+ * - webhooks as the Bot API documents them (the emulator only POSTs once, without the secret, and
+ *   throws on a failure): setWebhook / deleteWebhook (`drop_pending_updates`) / getWebhookInfo
+ *   (url, pending_update_count, last_error_*), getUpdates refused with 409 while a webhook is set,
+ *   and delivery of the pending updates to the url, one request at a time in update id order (as
+ *   with max_connections 1), with `X-Telegram-Bot-Api-Secret-Token`; an update is kept and posted
+ *   again (after `webhookRetryMs`) until the url answers 2xx.
  *
  * Everything else (getMe, sendMessage) is the emulator's. Users send through the emulator's
  * client; what the bot sent is read from its store.
@@ -54,13 +60,23 @@ export interface Telegram {
   /** Queues a raw update (any shape) for the bot, with the next update id unless it has one. */
   readonly inject: (update: Record<string, unknown>) => number
   readonly calls: (method: string) => number
+  /** The webhook set (its url and secret), or none. */
+  readonly webhook: () => { readonly url: string; readonly secret: string | undefined } | undefined
+  /**
+   * Each webhook POST: the update id and the status answered; 0 when there was no answer, with the
+   * error code (ECONNREFUSED: nothing listened; another code, such as UND_ERR_SOCKET: the request
+   * was cut off after it reached the listener).
+   */
+  readonly webhookPosts: () => ReadonlyArray<{ readonly updateId: number; readonly status: number; readonly code?: string }>
+  /** The updates the webhook url took (answered 2xx), as posted. */
+  readonly webhookDelivered: () => ReadonlyArray<Record<string, unknown> & { readonly update_id: number }>
   /** The front stops listening (the Bot API is unreachable) until `up`. */
   readonly down: () => Promise<void>
   readonly up: () => Promise<void>
   readonly stop: () => Promise<void>
 }
 
-const freePort = () =>
+export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const s = net.createServer()
     s.once("error", reject)
@@ -95,7 +111,7 @@ const multipart = (body: Buffer, contentType: string, filenames?: Map<string, st
   return parts
 }
 
-export const startTelegram = async (token = "123456:TEST-token"): Promise<Telegram> => {
+export const startTelegram = async (token = "123456:TEST-token", options: { readonly webhookRetryMs?: number } = {}): Promise<Telegram> => {
   const emulatorPort = await freePort()
   const server = new TelegramServer({ port: emulatorPort, host: "127.0.0.1", storeTimeout: 3600 })
   await server.start()
@@ -109,6 +125,13 @@ export const startTelegram = async (token = "123456:TEST-token"): Promise<Telegr
   const downloads: Array<string> = []
   const floods = new Map<string, { times: number; retryAfter: number; skip: number }>()
   const times = new Map<string, Array<{ at: number; flooded: boolean }>>()
+  let hook: { url: string; secret: string | undefined } | undefined
+  let lastError: { date: number; message: string } | undefined
+  const posts: Array<{ updateId: number; status: number; code?: string }> = []
+  const delivered: Array<Record<string, unknown> & { update_id: number }> = []
+  let delivering = false
+  let retryTimer: NodeJS.Timeout | undefined
+  let stopped = false
 
   const pull = () => {
     for (const u of server.getUpdates(token) as Array<Record<string, unknown> & { update_id: number }>) pending.push(u)
@@ -128,6 +151,48 @@ export const startTelegram = async (token = "123456:TEST-token"): Promise<Telegr
       server.on("injected", done)
       req.on("close", done)
     })
+
+  /** Posts the pending updates to the webhook, oldest first, one at a time; stops at the first failure and tries again later. */
+  const deliver = async () => {
+    if (delivering || hook === undefined || stopped) return
+    delivering = true
+    try {
+      pull()
+      while (hook !== undefined && pending.length > 0 && !stopped) {
+        const update = pending[0]!
+        const target = hook
+        let status = 0
+        let code: string | undefined
+        try {
+          const r = await fetch(target.url, {
+            method: "POST",
+            headers: { "content-type": "application/json", ...(target.secret !== undefined ? { "x-telegram-bot-api-secret-token": target.secret } : {}) },
+            body: JSON.stringify(update)
+          })
+          status = r.status
+          await r.arrayBuffer()
+        } catch (e) {
+          code = (e as { cause?: { code?: string } }).cause?.code ?? "error"
+          lastError = { date: Math.floor(Date.now() / 1000), message: `Connection failed: ${code}` }
+        }
+        posts.push({ updateId: update.update_id, status, ...(code !== undefined ? { code } : {}) })
+        if (status >= 200 && status < 300) {
+          pending = pending.filter((u) => u.update_id !== update.update_id)
+          delivered.push(update)
+        } else {
+          if (status !== 0) lastError = { date: Math.floor(Date.now() / 1000), message: `Wrong response from the webhook: ${status} ${http.STATUS_CODES[status] ?? ""}`.trim() }
+          clearTimeout(retryTimer)
+          retryTimer = setTimeout(() => void deliver(), options.webhookRetryMs ?? 100)
+          return
+        }
+        pull()
+      }
+    } finally {
+      delivering = false
+    }
+  }
+  server.on("AddedUserMessage", () => setImmediate(() => void deliver()))
+  server.on("injected", () => void deliver())
 
   const answer = (res: http.ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { "content-type": "application/json" })
@@ -189,8 +254,44 @@ export const startTelegram = async (token = "123456:TEST-token"): Promise<Telegr
         call.flooded = true
         return answer(res, 429, { ok: false, error_code: 429, description: `Too Many Requests: retry after ${flood.retryAfter}`, parameters: { retry_after: flood.retryAfter } })
       }
+      const dropPending = () => {
+        pull()
+        pending = []
+      }
       const work = method === "getUpdates"
-        ? getUpdates(params, req, res)
+        ? hook !== undefined
+          ? Promise.resolve().then(() => answer(res, 409, { ok: false, error_code: 409, description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first" }))
+          : getUpdates(params, req, res)
+        : method === "setWebhook"
+        ? Promise.resolve().then(() => {
+          const url = params["url"]
+          if (typeof url !== "string" || url === "") return answer(res, 400, { ok: false, error_code: 400, description: "Bad Request: bad webhook: An HTTPS URL must be provided for webhook" })
+          if (params["drop_pending_updates"] === true) dropPending()
+          hook = { url, secret: typeof params["secret_token"] === "string" ? params["secret_token"] : undefined }
+          answer(res, 200, { ok: true, result: true, description: "Webhook was set" })
+          void deliver()
+        })
+        : method === "deleteWebhook"
+        ? Promise.resolve().then(() => {
+          if (params["drop_pending_updates"] === true) dropPending()
+          const had = hook !== undefined
+          hook = undefined
+          clearTimeout(retryTimer)
+          answer(res, 200, { ok: true, result: true, description: had ? "Webhook was deleted" : "Webhook is already deleted" })
+        })
+        : method === "getWebhookInfo"
+        ? Promise.resolve().then(() => {
+          pull()
+          answer(res, 200, {
+            ok: true,
+            result: {
+              url: hook?.url ?? "",
+              has_custom_certificate: false,
+              pending_update_count: pending.length,
+              ...(hook !== undefined && lastError !== undefined ? { last_error_date: lastError.date, last_error_message: lastError.message } : {})
+            }
+          })
+        })
         : method === "sendChatAction"
         ? Promise.resolve().then(() => {
           actions.push({ chatId: String(params["chat_id"]), action: String(params["action"]) })
@@ -293,9 +394,14 @@ export const startTelegram = async (token = "123456:TEST-token"): Promise<Telegr
       return id
     },
     calls: (method) => times.get(method)?.length ?? 0,
+    webhook: () => hook,
+    webhookPosts: () => posts,
+    webhookDelivered: () => delivered,
     down: close,
     up: listen,
     stop: async () => {
+      stopped = true
+      clearTimeout(retryTimer)
       await close()
       await server.stop()
     }

@@ -1,6 +1,7 @@
 /**
  * The few Bot API calls the Telegram runtime needs, through grammy's `Api` client: getMe,
- * getUpdates, sendMessage, sendChatAction, sendVoice, sendDocument and getFile (a file's bytes
+ * getUpdates, setWebhook, deleteWebhook, getWebhookInfo, sendMessage, sendChatAction, sendVoice,
+ * sendDocument and getFile (a file's bytes
  * come from the Bot API's file URL, read with a cap). grammy is loaded on first use (an optional
  * dependency: the CLI bundle must load without it). Updates come back as `unknown` and are
  * decoded one by one by the runtime, so one malformed update cannot spoil a batch.
@@ -36,10 +37,30 @@ export interface BotIdentity {
   readonly username: string | undefined
 }
 
+/** What getWebhookInfo says: the url set ("" when none), the updates waiting, the last delivery error. */
+export interface WebhookInfo {
+  readonly url: string
+  readonly pendingUpdateCount: number
+  readonly lastErrorDate: number | undefined
+  readonly lastErrorMessage: string | undefined
+}
+
+/** The only update type the runtime reads (polling and webhook alike). */
+export const ALLOWED_UPDATES = ["message"] as const
+
 export interface TelegramApi {
   readonly getMe: Effect.Effect<BotIdentity, TelegramApiError>
   /** One long-poll: updates from `offset` on (undecoded), waiting up to `timeoutSeconds` for one. */
   readonly getUpdates: (offset: number | undefined, timeoutSeconds: number) => Effect.Effect<ReadonlyArray<unknown>, TelegramApiError>
+  /**
+   * Registers the webhook: Telegram POSTs `ALLOWED_UPDATES` to `url` with `secretToken` in the
+   * X-Telegram-Bot-Api-Secret-Token header, one request at a time (max_connections 1, so updates
+   * arrive in order); pending updates are kept.
+   */
+  readonly setWebhook: (url: string, secretToken: string) => Effect.Effect<void, TelegramApiError>
+  /** Removes the webhook, keeping pending updates (getUpdates returns them next). */
+  readonly deleteWebhook: Effect.Effect<void, TelegramApiError>
+  readonly getWebhookInfo: Effect.Effect<WebhookInfo, TelegramApiError>
   /** Sends one message; resolves with its message id. */
   readonly sendMessage: (chatId: string, text: string, parseMode: "MarkdownV2" | undefined) => Effect.Effect<number, TelegramApiError>
   readonly sendChatAction: (chatId: string, action: "typing") => Effect.Effect<void, TelegramApiError>
@@ -95,6 +116,12 @@ const readCapped = async (res: Response, maxBytes: number): Promise<Uint8Array |
   }
   return new Uint8Array(Buffer.concat(chunks))
 }
+const Info = Schema.Struct({
+  url: Schema.optionalWith(Schema.String, { default: () => "" }),
+  pending_update_count: Schema.optionalWith(Schema.Number, { default: () => 0 }),
+  last_error_date: Schema.optional(Schema.Number),
+  last_error_message: Schema.optional(Schema.String)
+})
 const Me = Schema.Struct({ id: Schema.Number, username: Schema.optional(Schema.String) })
 
 /** grammy itself, or a typed failure naming the missing package. */
@@ -121,8 +148,17 @@ export const make = (token: string, apiRoot: string): Effect.Effect<TelegramApi,
       ),
       getUpdates: (offset, timeoutSeconds) =>
         call("getUpdates", (signal) =>
-          api.getUpdates({ ...(offset !== undefined ? { offset } : {}), timeout: timeoutSeconds, allowed_updates: ["message"] }, signal)
+          api.getUpdates({ ...(offset !== undefined ? { offset } : {}), timeout: timeoutSeconds, allowed_updates: [...ALLOWED_UPDATES] }, signal)
         ).pipe(Effect.flatMap((u) => (Array.isArray(u) ? Effect.succeed(u as ReadonlyArray<unknown>) : new TelegramApiError({ operation: "getUpdates", description: "unexpected answer" })))),
+      setWebhook: (url, secretToken) =>
+        call("setWebhook", (signal) =>
+          api.setWebhook(url, { secret_token: secretToken, allowed_updates: [...ALLOWED_UPDATES], drop_pending_updates: false, max_connections: 1 }, signal)
+        ).pipe(Effect.asVoid),
+      deleteWebhook: call("deleteWebhook", (signal) => api.deleteWebhook({ drop_pending_updates: false }, signal)).pipe(Effect.asVoid),
+      getWebhookInfo: call("getWebhookInfo", (signal) => api.getWebhookInfo(signal)).pipe(
+        Effect.flatMap(decoded("getWebhookInfo", Info)),
+        Effect.map((i) => ({ url: i.url, pendingUpdateCount: i.pending_update_count, lastErrorDate: i.last_error_date, lastErrorMessage: i.last_error_message?.slice(0, 200) }))
+      ),
       sendMessage: (chatId, text, parseMode) =>
         call("sendMessage", (signal) => api.sendMessage(chatId, text, { ...(parseMode !== undefined ? { parse_mode: parseMode } : {}), link_preview_options: { is_disabled: true } }, signal)).pipe(
           Effect.flatMap(decoded("sendMessage", MessageSent)),

@@ -21,8 +21,21 @@
  * - While a turn of a chat runs, the bot shows as typing there (renewed every 4 s).
  * - isReady is true after a successful getUpdates and false from a failed one until the next
  *   success (exponential backoff capped at `maxBackoffMs`, or `retry_after` on a 429).
+ * - Polling starts by asking getWebhookInfo: a webhook left set (Telegram refuses getUpdates
+ *   while one is) is deleted, keeping its pending updates, and the first poll after it reads
+ *   every unconfirmed update, whatever the stored offset. A 409 from getUpdates asks again.
  *
  * The first start of a connection (no cursor yet) begins from "now": pending updates are dropped.
+ *
+ * `mode: webhook` (./webhook.ts): the listener is up first, then setWebhook registers
+ * `webhook.url` (secret token, `message` updates only, pending updates kept, one connection so
+ * updates arrive in order), retried with the same backoff; it is checked with getWebhookInfo every
+ * minute and registered again if the url changed. Each update goes through the same ingest and is
+ * answered 200 only after its commit, so an update not stored is delivered again by Telegram and
+ * one stored twice is a duplicate of its receipt. Its cursor is the stream `webhook` (the last
+ * update id + 1, for `pynchy status`); the polling cursor is left as it was. isReady is true once
+ * the listener is up and the webhook registered, false while a registration or check fails.
+ * Stopping the host leaves the webhook set: Telegram keeps the updates (24 hours) and retries.
  */
 import { Cause, Duration, Effect, Exit, FiberMap, Runtime, Schedule, Schema } from "effect"
 import { FilesConfig } from "../../config/files.js"
@@ -34,10 +47,11 @@ import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from 
 import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import { toMarkdownV2 } from "./markdown-v2.js"
-import type { TelegramSettings } from "./settings.js"
+import type { TelegramSettings, TelegramWebhookSettings } from "./settings.js"
 import * as TelegramApi from "./TelegramApi.js"
 import { attachmentOf, decodeUpdate, nextOffset, receiptOf, senderOf, textOf, type TextUpdate } from "./updates.js"
 import { readToken as readConnectionToken } from "../token.js"
+import { listen, readSecret } from "./webhook.js"
 
 export class TelegramRuntimeError extends Schema.TaggedError<TelegramRuntimeError>()("TelegramRuntimeError", {
   connection: Schema.String,
@@ -50,6 +64,10 @@ export class TelegramRuntimeError extends Schema.TaggedError<TelegramRuntimeErro
 }
 
 export const UPDATES_STREAM = "updates"
+/** The cursor stream of webhook mode: the last update id taken + 1 (informative; Telegram keeps the queue). */
+export const WEBHOOK_STREAM = "webhook"
+/** How often webhook mode checks (getWebhookInfo) that its webhook is still the one set. */
+const WEBHOOK_CHECK = Duration.minutes(1)
 /** Telegram's most characters per message (after entity parsing). */
 export const MESSAGE_LIMIT = 4096
 /** A chat action shows for 5 s; it is renewed before it runs out while the turn runs. */
@@ -91,10 +109,16 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
       const me = yield* api.getMe.pipe(Effect.mapError(fail("getMe")))
       const routes = context.routes(name)
       const handle = me.username !== undefined ? `@${me.username}` : undefined
-      const stored = yield* context.cursor(name, UPDATES_STREAM).pipe(Effect.mapError(fail("cursor")))
+      const webhook = settings.mode === "webhook" ? settings.webhook : undefined
+      const stream = webhook !== undefined ? WEBHOOK_STREAM : UPDATES_STREAM
+      const stored = yield* context.cursor(name, stream).pipe(Effect.mapError(fail("cursor")))
       let offset = stored === null ? undefined : Number(stored.position)
       let order = stored?.order ?? 0
       let polling = false
+      /** Polling: whether getWebhookInfo was asked since the start (or the last 409). */
+      let webhookChecked = false
+      /** Polling: a webhook was just deleted; the next poll reads every unconfirmed update. */
+      let afterWebhook = false
 
       /** One API call, retried while Telegram says it was not processed (429, after retry_after) or it never left. */
       const patiently = <A>(call: Effect.Effect<A, TelegramApi.TelegramApiError>) =>
@@ -224,7 +248,7 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
                 ...(message.date !== undefined ? { date: message.date } : {}),
                 ...(triggered ? {} : untriggeredMetadata)
               },
-              cursor: { stream: UPDATES_STREAM, position: String(update.update_id + 1), order }
+              cursor: { stream, position: String(update.update_id + 1), order }
             })
             if (file.files !== undefined) yield* flush
           }
@@ -232,7 +256,25 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
         })
 
       const step = Effect.gen(function* () {
-        if (offset === undefined) {
+        if (!webhookChecked) {
+          const info = yield* api.getWebhookInfo
+          if (info.url !== "") {
+            yield* Effect.logWarning("telegram: a webhook is set; deleting it to poll (its pending updates are kept)").pipe(
+              Effect.annotateLogs({ pending: info.pendingUpdateCount })
+            )
+            yield* api.deleteWebhook
+            afterWebhook = true
+          }
+          webhookChecked = true
+        }
+        if (afterWebhook) {
+          // Every update not confirmed yet: the webhook's undelivered ones, whatever the stored offset says.
+          const batch = yield* api.getUpdates(undefined, 0)
+          ready = true
+          yield* ingestBatch(batch)
+          offset = batch.length > 0 ? nextOffset(batch, 0) : offset ?? 0
+          afterWebhook = false
+        } else if (offset === undefined) {
           // First start: only take the position (offset -1 returns the newest update and forgets the rest).
           const last = yield* api.getUpdates(-1, 0)
           offset = nextOffset(last, 0)
@@ -259,13 +301,52 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
             yield* Effect.logWarning("telegram poll failed").pipe(Effect.annotateLogs({ reason: e.message }))
             // Flood control: Telegram says how long to wait.
             if (e._tag === "TelegramApiError" && e.retryAfterSeconds !== undefined) yield* Effect.sleep(Duration.seconds(e.retryAfterSeconds))
+            // Conflict: a webhook was set meanwhile; the next step deletes it.
+            if (e._tag === "TelegramApiError" && e.status === 409) webhookChecked = false
           })
         ),
         Effect.retry(backoff),
         Effect.forever,
         Effect.annotateLogs({ connection: name })
       )
-      yield* Effect.forkScoped(pollLoop)
+
+      const serveWebhook = (hook: TelegramWebhookSettings) =>
+        Effect.gen(function* () {
+          const secret = yield* readSecret(name, hook, options.dataDir).pipe(Effect.mapError((e) => new TelegramRuntimeError({ connection: name, operation: "start", reason: e.reason })))
+          // Listening before registering: Telegram's first POST finds the listener.
+          yield* listen({ name, webhook: hook, secret, onUpdate: (update) => ingestBatch([update]) }).pipe(
+            Effect.mapError((e) => new TelegramRuntimeError({ connection: name, operation: "listen", reason: e.reason }))
+          )
+          const register = api.setWebhook(hook.url, secret).pipe(
+            Effect.zipRight(Effect.sync(() => (ready = true))),
+            Effect.zipRight(Effect.logInfo("telegram webhook registered").pipe(Effect.annotateLogs({ url: hook.url })))
+          )
+          const check = api.getWebhookInfo.pipe(
+            Effect.flatMap((info) =>
+              info.url === hook.url
+                ? Effect.void
+                : Effect.logWarning("telegram webhook: another url is set; registering again").pipe(Effect.zipRight(Effect.sync(() => (ready = false))), Effect.zipRight(register))
+            ),
+            Effect.delay(WEBHOOK_CHECK),
+            Effect.forever
+          )
+          const registration = register.pipe(
+            Effect.zipRight(check),
+            Effect.tapError((e) =>
+              Effect.gen(function* () {
+                ready = false
+                yield* Effect.logWarning("telegram webhook registration failed").pipe(Effect.annotateLogs({ reason: e.message }))
+                if (e.retryAfterSeconds !== undefined) yield* Effect.sleep(Duration.seconds(e.retryAfterSeconds))
+              })
+            ),
+            Effect.retry(backoff),
+            Effect.annotateLogs({ connection: name })
+          )
+          yield* Effect.forkScoped(registration)
+        })
+
+      if (webhook !== undefined) yield* serveWebhook(webhook)
+      else yield* Effect.forkScoped(pollLoop)
     })
 
   return native({ name, start, isReady: Effect.sync(() => ready && !closed) })

@@ -12,7 +12,7 @@ import { makeTelegramRuntime } from "./TelegramRuntime.js"
  */
 export default definePlugin({
   name: "telegram",
-  description: "Telegram chats through the Bot API (grammy; long polling, durable offset, MarkdownV2, long replies in parts)",
+  description: "Telegram chats through the Bot API (grammy; long polling with a durable offset, or a webhook; MarkdownV2, long replies in parts)",
   connectionRuntime: ({ config }) => {
     const runtimes: Array<NativeConnectionRuntime> = []
     for (const { name, raw, routed } of connectionsOfKind(config, "telegram")) {

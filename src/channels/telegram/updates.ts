@@ -54,6 +54,9 @@ export const decodeUpdate = (u: unknown): Decoded => {
   return { _tag: "skip", updateId: id.right.update_id, reason }
 }
 
+/** The body of a webhook request is an update at least this far: an object with an integer update_id. */
+export const hasUpdateId = (u: unknown): boolean => Either.isRight(decodeId(u))
+
 /** The next offset after a batch: past the highest update id it held (malformed ones included when they have an id). */
 export const nextOffset = (batch: ReadonlyArray<unknown>, current: number): number => {
   let next = current
