@@ -11,9 +11,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { makeTestHost } from "../../layers/test.js"
+import { download } from "../../src/channels/discord/DiscordApi.js"
 import { makeDiscordRuntime, nonceOf } from "../../src/channels/discord/DiscordRuntime.js"
 import { decodeDiscordSettings } from "../../src/channels/discord/settings.js"
 import { fileKey } from "../../src/channels/parts.js"
@@ -167,5 +170,33 @@ describe("Discord file parts after a crash", () => {
       yield* Effect.promise(() => channel.send({ ...delivery, previousAttempts: 2 }))
       assert.strictEqual(dc.counts().posts, posts + 1)
       assert.strictEqual(dc.sentFiles(dm).length, 1)
+    }))
+})
+
+describe("The attachment download", () => {
+  it.scopedLive("ends `download_timeout` when the CDN does not answer in time, `too_large` by the declared length without reading, and refuses redirects", () =>
+    Effect.gen(function* () {
+      const held: Array<http.ServerResponse> = []
+      const server = http.createServer((req, res) => {
+        if (req.url === "/silent") return void held.push(res)
+        if (req.url === "/long") {
+          res.writeHead(200, { "content-type": "text/plain", "content-length": "5000" })
+          return void res.write("x")
+        }
+        res.writeHead(302, { location: "http://example.invalid/file" })
+        res.end()
+      })
+      yield* Effect.acquireRelease(
+        Effect.async<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
+        () => Effect.sync(() => {
+          server.closeAllConnections()
+          server.close()
+        })
+      )
+      const root = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      const codeOf = (url: string) => download(url, 1_000, "300 millis").pipe(Effect.flip, Effect.map((e) => e.code))
+      assert.strictEqual(yield* codeOf(`${root}/silent`), "download_timeout")
+      assert.strictEqual(yield* codeOf(`${root}/long`), "too_large")
+      assert.strictEqual(yield* codeOf(`${root}/moved`), "download_failed")
     }))
 })

@@ -217,7 +217,7 @@ export const makeDiscordRuntime = (options: DiscordRuntimeOptions): NativeConnec
             }
             const bytes = yield* Effect.either(DiscordApi.download(attachment.url, limits.maxBytes, DOWNLOAD_TIMEOUT))
             if (bytes._tag === "Right") {
-              files.push({ name: attachment.filename, mimeType: type, bytes: bytes.right })
+              files.push({ name: shown, mimeType: type, bytes: bytes.right })
               continue
             }
             yield* Effect.logWarning("discord attachment not downloaded").pipe(Effect.annotateLogs({ messageId: message.id, attachment: attachment.id, reason: bytes.left.message }))
