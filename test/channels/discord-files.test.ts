@@ -6,6 +6,10 @@
  * files the agent leaves in its outbox arrive as attachments (multipart uploads) after the reply's
  * text, byte for byte, and a file part left `sending` goes again under its nonce without a
  * second attachment.
+ *
+ * The test host loads undici 7 (through @effect/platform-node) before discord.js, so its Agent is
+ * the global dispatcher discord.js's REST sends through, as in the real host: the uploads here
+ * cover the case that broke discord.js's own FormData `files` (see DiscordApi.ts, multipartOf).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
