@@ -14,6 +14,7 @@
  * A channel whose platform deduplicates by its own key (Matrix's txn id) may resend a `sending`
  * part under its key instead: `resendUnknown: true`. A platform that deduplicates only for a while
  * (Discord's message nonce) resends a `sending` part claimed less than `resendUnknownWithin` ago.
+ * Both apply to the audio and file parts too.
  *
  * The audio of a spoken reply (`delivery.audio`) is one more part, after the text, keyed
  * `<delivery key>#audio`: claimed and settled like the others, so it never goes out twice; being
@@ -75,11 +76,6 @@ export const fileKey = (deliveryKey: string, n: number) => `${deliveryKey}#file$
 export const sendInParts = <E>(options: PartsOptions<E>): Effect.Effect<void, PartsNotSent | PartsOutcomeUnknown, DeliveryStore> =>
   Effect.gen(function* () {
     const store = yield* DeliveryStore
-    const claimedWithin = (key: string) =>
-      options.resendUnknownWithin === undefined
-        ? Effect.succeed(false)
-        : Effect.zipWith(store.partClaimedAt(key), Clock.currentTimeMillis, (at, now) =>
-          at !== null && now - at < Duration.toMillis(Duration.decode(options.resendUnknownWithin!)))
     const parts = splitText(options.delivery.text, options.limit)
     const count = parts.length
     const unknown: Array<number> = []
@@ -88,7 +84,7 @@ export const sendInParts = <E>(options: PartsOptions<E>): Effect.Effect<void, Pa
       const key = partKey(options.delivery.idempotencyKey, index)
       const claim = yield* store.claimPart(key)
       if (claim === "sent") continue
-      if (claim === "sending" && options.resendUnknown !== true && !(yield* claimedWithin(key))) {
+      if (claim === "sending" && !(yield* mayResend(key, options))) {
         unknown.push(index)
         continue
       }
@@ -118,7 +114,7 @@ export const sendInParts = <E>(options: PartsOptions<E>): Effect.Effect<void, Pa
         const key = fileKey(idempotencyKey, file.n)
         const claim = yield* store.claimPart(key)
         if (claim === "sent") continue
-        if (claim === "sending" && options.resendUnknown !== true && !(yield* claimedWithin(key))) {
+        if (claim === "sending" && !(yield* mayResend(key, options))) {
           lost.push(file.n)
           continue
         }
@@ -145,6 +141,16 @@ export const sendInParts = <E>(options: PartsOptions<E>): Effect.Effect<void, Pa
     }
   })
 
+/** Whether a part left `sending` may go again: the platform deduplicates it by its key (always, or within a window of its claim). */
+const mayResend = (key: string, options: Pick<PartsOptions<never>, "resendUnknown" | "resendUnknownWithin">) =>
+  options.resendUnknown === true
+    ? Effect.succeed(true)
+    : options.resendUnknownWithin === undefined
+    ? Effect.succeed(false)
+    : Effect.flatMap(DeliveryStore, (store) =>
+      Effect.zipWith(store.partClaimedAt(key), Clock.currentTimeMillis, (at, now) =>
+        at !== null && now - at < Duration.toMillis(Duration.decode(options.resendUnknownWithin!))))
+
 /**
  * The audio goes after every text part has: it is an extra, so its failure never fails the
  * delivery (the text arrived). It is claimed like a part: one whose outcome is unknown is not sent
@@ -154,7 +160,7 @@ const sendExtraPart = <E>(deliveryKey: string, key: string, warning: string, sen
   Effect.gen(function* () {
     const store = yield* DeliveryStore
     const claim = yield* store.claimPart(key)
-    if (claim === "sent" || (claim === "sending" && options.resendUnknown !== true)) return
+    if (claim === "sent" || (claim === "sending" && !(yield* mayResend(key, options)))) return
     const sent = yield* Effect.either(send(key))
     if (sent._tag === "Right") return yield* store.settlePart(key, "sent")
     const failure = options.failure(sent.left)

@@ -3,7 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import { nonceOf } from "../../src/channels/discord/DiscordRuntime.js"
 import { toDiscordMarkdown } from "../../src/channels/discord/markdown.js"
-import { decodeMessageEvent, laterId, readPositions, writePositions } from "../../src/channels/discord/messages.js"
+import { attachmentsOf, decodeMessageEvent, laterId, readPositions, writePositions } from "../../src/channels/discord/messages.js"
 
 describe("toDiscordMarkdown", () => {
   it("Markdown Discord shares passes through unchanged", () => {
@@ -61,9 +61,20 @@ describe("Discord messages", () => {
       "malformed message (no id)",
       "malformed message (no id)",
       "message 1100000000000000001: system message type 7",
-      "message 1100000000000000001: no text (an attachment, an embed, or the message content intent is off)",
+      "message 1100000000000000001: neither text nor files (an embed, a sticker, or the message content intent is off)",
       "malformed message 1100000000000000001"
     ])
+  })
+
+  it("a message of files only decodes; each attachment decodes on its own, a malformed one counted, not fatal", () => {
+    const file = { id: "1100000000000000002", filename: "a.png", content_type: "image/png", size: 3, url: "https://cdn.discordapp.com/attachments/500/1100000000000000002/a.png" }
+    const d = decodeMessageEvent({ ...base, content: "", attachments: [file, { ...file, size: -1 }, { id: "x" }] })
+    assert.strictEqual(d._tag, "text")
+    if (d._tag === "text") {
+      const { attachments, malformed } = attachmentsOf(d.message)
+      assert.deepStrictEqual(attachments, [file])
+      assert.strictEqual(malformed, 2)
+    }
   })
 
   it("ids compare as snowflakes (numbers, not strings)", () => {

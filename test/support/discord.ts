@@ -17,13 +17,20 @@
  *
  * REST (`/api/v10`, `Authorization: Bot <token>`, 401 otherwise): `GET /gateway/bot`,
  * `GET /users/@me`, `POST /channels/:id/messages` (with `nonce` + `enforce_nonce`: a repeat
- * returns the first message and creates none), `POST /channels/:id/typing`,
+ * returns the first message and creates none; JSON, or multipart with `payload_json` and
+ * `files[n]`, each file kept with its name, type and bytes), `POST /channels/:id/typing`,
  * `GET /channels/:id/messages?after=&limit=` (newest first, as Discord answers), and faults on
  * demand: a channel whose history the bot may not read (403, code 50001), and 429s with
  * Retry-After for the next sends.
  *
+ * CDN: a user's message may carry attachments (`attachments: [{ id, filename, content_type, size,
+ * url }]`); their URLs are served without a token from `cdnOrigin` (the REST server's origin,
+ * `/attachments/:channel/:id/:name`, with their length; one whose message misstates its size in
+ * chunks without a length), and every download is recorded.
+ *
  * Not covered: zlib compression, ETF, sharding, guild/channel objects (READY has no guilds),
- * presence, voice, gateway rate limits, interactions, attachments, edits and deletes.
+ * presence, voice, gateway rate limits, interactions, embeds, edits and deletes, attachment
+ * limits by boost level, signed CDN URL expiry.
  */
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -44,6 +51,25 @@ export interface SayOptions {
   readonly mentions?: ReadonlyArray<string>
   /** The id of the message this one answers. */
   readonly replyTo?: string
+  /** Files sent with it, served from `cdnOrigin`; `size` (then served without a length) and `url` override what the message says of them. */
+  readonly attachments?: ReadonlyArray<{ readonly filename: string; readonly contentType?: string; readonly bytes: Uint8Array; readonly size?: number; readonly url?: string }>
+}
+
+export interface Attachment {
+  readonly id: string
+  readonly filename: string
+  readonly content_type?: string
+  readonly size: number
+  readonly url: string
+}
+
+/** A file the bot posted, as the fake received it. */
+export interface SentFile {
+  readonly messageId: string
+  readonly name: string
+  readonly contentType: string
+  readonly bytes: Uint8Array
+  readonly nonce?: string
 }
 
 export interface StoredMessage {
@@ -57,10 +83,13 @@ export interface StoredMessage {
   readonly mentions: ReadonlyArray<{ readonly id: string; readonly username: string }>
   readonly referenced_message?: StoredMessage | null
   readonly nonce?: string
+  readonly attachments: ReadonlyArray<Attachment>
 }
 
 export interface FakeDiscord {
   readonly apiRoot: string
+  /** Where attachment URLs point (the origin to list in the connection's `fileOrigins`). */
+  readonly cdnOrigin: string
   readonly token: string
   readonly bot: DiscordUser
   /** A user posts a message: stored in the channel's history and dispatched (unless the gateway is down). */
@@ -77,6 +106,10 @@ export interface FakeDiscord {
   readonly sentRaw: (channelId: string) => ReadonlyArray<StoredMessage>
   /** Posts as the bot (as a process that crashed after its call would have). */
   readonly postAsBot: (channelId: string, content: string, nonce: string) => void
+  /** The files the bot posted in a channel, oldest first. */
+  readonly sentFiles: (channelId: string) => ReadonlyArray<SentFile>
+  /** The attachment ids downloaded from the CDN, in order. */
+  readonly downloads: () => ReadonlyArray<string>
   readonly typing: (channelId: string) => number
   /** The bot may not read this channel's history (GET answers 403 Missing Access). */
   readonly forbidHistory: (channelId: string) => void
@@ -113,6 +146,10 @@ export const startDiscord = async (options: { readonly token?: string; readonly 
   const messages = new Map<string, Array<StoredMessage>>()
   const typing = new Map<string, number>()
   const forbidden = new Set<string>()
+  const stored = new Map<string, { readonly contentType: string; readonly bytes: Uint8Array; readonly chunked: boolean }>()
+  const files = new Map<string, Array<SentFile>>()
+  const downloads: Array<string> = []
+  let cdnOrigin = ""
   const sessions = new Map<string, Session>()
   const held = new Set<WebSocket>()
   const counts = { identifies: 0, resumes: 0, heartbeats: 0, historyReads: 0, posts: 0 }
@@ -203,18 +240,38 @@ export const startDiscord = async (options: { readonly token?: string; readonly 
     res.writeHead(status, { "content-type": "application/json", ...headers })
     res.end(body === undefined ? undefined : JSON.stringify(body))
   }
-  const post = (channelId: string, content: string, nonce: string | undefined, enforce: boolean): StoredMessage => {
+  const attach = (channelId: string, file: { filename: string; contentType?: string; bytes: Uint8Array; size?: number; url?: string }): Attachment => {
+    const id = snowflake()
+    // A file whose message misstates its size is served without a length, in chunks: only a reader's own count catches it.
+    stored.set(id, { contentType: file.contentType ?? "application/octet-stream", bytes: file.bytes, chunked: file.size !== undefined })
+    return {
+      id,
+      filename: file.filename,
+      ...(file.contentType !== undefined ? { content_type: file.contentType } : {}),
+      size: file.size ?? file.bytes.byteLength,
+      url: file.url ?? `${cdnOrigin}/attachments/${channelId}/${id}/${encodeURIComponent(file.filename)}?ex=signed`
+    }
+  }
+  const post = (channelId: string, content: string, nonce: string | undefined, enforce: boolean, upload: ReadonlyArray<File> = [], uploaded: ReadonlyArray<Uint8Array> = []): StoredMessage => {
     const list = history(channelId)
     const earlier = enforce && nonce !== undefined ? list.find((m) => m.author.id === bot.id && m.nonce === nonce) : undefined
     if (earlier !== undefined) return earlier
+    const id = snowflake()
+    const attachments = upload.map((f, i) => attach(channelId, { filename: f.name, contentType: f.type, bytes: uploaded[i]! }))
+    for (const [i, f] of upload.entries()) {
+      const sent = files.get(channelId) ?? []
+      files.set(channelId, sent)
+      sent.push({ messageId: id, name: f.name, contentType: f.type, bytes: uploaded[i]!, ...(nonce !== undefined ? { nonce } : {}) })
+    }
     const message: StoredMessage = {
-      id: snowflake(),
+      id,
       channel_id: channelId,
       author: { ...bot, bot: true },
       content,
       type: 0,
       timestamp: new Date().toISOString(),
       mentions: [],
+      attachments,
       ...(nonce !== undefined ? { nonce } : {})
     }
     list.push(message)
@@ -225,61 +282,89 @@ export const startDiscord = async (options: { readonly token?: string; readonly 
   const rest = http.createServer((req, res) => {
     const chunks: Array<Buffer> = []
     req.on("data", (c: Buffer) => chunks.push(c))
-    req.on("end", () => {
-      const url = new URL(req.url ?? "/", "http://fake")
-      const route = url.pathname.replace(/^\/api\/v10/, "")
-      if (req.headers.authorization !== `Bot ${token}`) return answer(res, 401, { message: "401: Unauthorized", code: 0 })
-      const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown> : {}
-      if (req.method === "GET" && route === "/gateway/bot") {
-        return answer(res, 200, { url: gatewayUrl, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } })
-      }
-      if (req.method === "GET" && route === "/users/@me") return answer(res, 200, { ...bot, bot: true, discriminator: "0", avatar: null })
-      const channel = /^\/channels\/(\d+)\/(messages|typing)$/.exec(route)
-      if (channel === null) return answer(res, 404, { message: "404: Not Found", code: 0 })
-      const [, channelId, what] = channel as unknown as [string, string, string]
-      if (req.method === "POST" && what === "typing") {
-        typing.set(channelId, (typing.get(channelId) ?? 0) + 1)
-        return answer(res, 204)
-      }
-      if (req.method === "POST" && what === "messages") {
-        counts.posts += 1
-        postTimes.push({ at: performance.now(), limited: rateLimit.times > 0 })
-        if (rateLimit.times > 0) {
-          rateLimit.times -= 1
-          return answer(res, 429, { message: "You are being rate limited.", retry_after: rateLimit.seconds, global: false }, {
-            "retry-after": String(rateLimit.seconds),
-            "x-ratelimit-scope": "user"
-          })
-        }
-        const content = body["content"]
-        if (typeof content !== "string" || content.length === 0 || content.length > 2000) {
-          return answer(res, 400, { message: "Invalid Form Body", code: 50035 })
-        }
-        const nonce = typeof body["nonce"] === "string" ? body["nonce"] : undefined
-        return answer(res, 200, post(channelId, content, nonce, body["enforce_nonce"] === true))
-      }
-      if (req.method === "GET" && what === "messages") {
-        counts.historyReads += 1
-        if (forbidden.has(channelId)) return answer(res, 403, { message: "Missing Access", code: 50001 })
-        const after = BigInt(url.searchParams.get("after") ?? "0")
-        const limit = Math.min(100, Number(url.searchParams.get("limit") ?? 50))
-        const page = history(channelId).filter((m) => BigInt(m.id) > after).slice(0, limit)
-        return answer(res, 200, [...page].reverse())
-      }
-      return answer(res, 405, { message: "405: Method Not Allowed", code: 0 })
-    })
+    req.on("end", () => void respond(req, res, Buffer.concat(chunks)).catch(() => answer(res, 400, { message: "400: Bad Request", code: 0 })))
   })
+  /** A JSON body, or a multipart one (`payload_json` and `files[n]`, as Discord takes uploads). */
+  const bodyOf = async (req: http.IncomingMessage, raw: Buffer): Promise<{ readonly body: Record<string, unknown>; readonly files: ReadonlyArray<File>; readonly bytes: ReadonlyArray<Uint8Array> }> => {
+    const type = req.headers["content-type"] ?? ""
+    if (!type.startsWith("multipart/form-data")) return { body: raw.length > 0 ? JSON.parse(raw.toString("utf8")) as Record<string, unknown> : {}, files: [], bytes: [] }
+    const form = await new Response(raw, { headers: { "content-type": type } }).formData()
+    const payload = form.get("payload_json")
+    const uploads = [...form.entries()].filter(([k, v]) => /^files\[\d+\]$/.test(k) && typeof v !== "string").map(([, v]) => v as File)
+    return {
+      body: typeof payload === "string" ? JSON.parse(payload) as Record<string, unknown> : {},
+      files: uploads,
+      bytes: await Promise.all(uploads.map(async (f) => new Uint8Array(await f.arrayBuffer())))
+    }
+  }
+  const respond = async (req: http.IncomingMessage, res: http.ServerResponse, raw: Buffer) => {
+    const url = new URL(req.url ?? "/", "http://fake")
+    // The CDN: no token, as Discord's signed attachment URLs.
+    const cdn = /^\/attachments\/\d+\/(\d+)\/[^/]+$/.exec(url.pathname)
+    if (req.method === "GET" && cdn !== null) {
+      const file = stored.get(cdn[1]!)
+      if (file === undefined) return answer(res, 404, { message: "404: Not Found", code: 0 })
+      downloads.push(cdn[1]!)
+      res.writeHead(200, { "content-type": file.contentType, ...(file.chunked ? {} : { "content-length": String(file.bytes.byteLength) }) })
+      if (!file.chunked) return void res.end(file.bytes)
+      for (let at = 0; at < file.bytes.byteLength; at += 256) res.write(file.bytes.subarray(at, at + 256))
+      return void res.end()
+    }
+    const route = url.pathname.replace(/^\/api\/v10/, "")
+    if (req.headers.authorization !== `Bot ${token}`) return answer(res, 401, { message: "401: Unauthorized", code: 0 })
+    const { body, files: upload, bytes: uploaded } = await bodyOf(req, raw)
+    if (req.method === "GET" && route === "/gateway/bot") {
+      return answer(res, 200, { url: gatewayUrl, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } })
+    }
+    if (req.method === "GET" && route === "/users/@me") return answer(res, 200, { ...bot, bot: true, discriminator: "0", avatar: null })
+    const channel = /^\/channels\/(\d+)\/(messages|typing)$/.exec(route)
+    if (channel === null) return answer(res, 404, { message: "404: Not Found", code: 0 })
+    const [, channelId, what] = channel as unknown as [string, string, string]
+    if (req.method === "POST" && what === "typing") {
+      typing.set(channelId, (typing.get(channelId) ?? 0) + 1)
+      return answer(res, 204)
+    }
+    if (req.method === "POST" && what === "messages") {
+      counts.posts += 1
+      postTimes.push({ at: performance.now(), limited: rateLimit.times > 0 })
+      if (rateLimit.times > 0) {
+        rateLimit.times -= 1
+        return answer(res, 429, { message: "You are being rate limited.", retry_after: rateLimit.seconds, global: false }, {
+          "retry-after": String(rateLimit.seconds),
+          "x-ratelimit-scope": "user"
+        })
+      }
+      const content = body["content"] ?? ""
+      if (typeof content !== "string" || (content.length === 0 && upload.length === 0) || content.length > 2000) {
+        return answer(res, 400, { message: "Invalid Form Body", code: 50035 })
+      }
+      const nonce = typeof body["nonce"] === "string" ? body["nonce"] : undefined
+      return answer(res, 200, post(channelId, content, nonce, body["enforce_nonce"] === true, upload, uploaded))
+    }
+    if (req.method === "GET" && what === "messages") {
+      counts.historyReads += 1
+      if (forbidden.has(channelId)) return answer(res, 403, { message: "Missing Access", code: 50001 })
+      const after = BigInt(url.searchParams.get("after") ?? "0")
+      const limit = Math.min(100, Number(url.searchParams.get("limit") ?? 50))
+      const page = history(channelId).filter((m) => BigInt(m.id) > after).slice(0, limit)
+      return answer(res, 200, [...page].reverse())
+    }
+    return answer(res, 405, { message: "405: Method Not Allowed", code: 0 })
+  }
   const restPort = await listen(rest)
+  cdnOrigin = `http://127.0.0.1:${restPort}`
 
   return {
     apiRoot: `http://127.0.0.1:${restPort}/api`,
+    cdnOrigin,
     token,
     bot,
     say: (o) => {
       const list = history(o.channelId)
       const replied = o.replyTo === undefined ? undefined : list.find((m) => m.id === o.replyTo) ?? null
+      const id = snowflake()
       const message: StoredMessage = {
-        id: snowflake(),
+        id,
         channel_id: o.channelId,
         ...(o.guildId !== undefined ? { guild_id: o.guildId } : {}),
         author: { id: o.author.id, username: o.author.username, ...(o.author.bot === true ? { bot: true } : {}) },
@@ -287,7 +372,8 @@ export const startDiscord = async (options: { readonly token?: string; readonly 
         type: replied === undefined ? 0 : 19,
         timestamp: new Date().toISOString(),
         mentions: (o.mentions ?? []).map((id) => ({ id, username: id === bot.id ? bot.username : `user${id}` })),
-        ...(replied !== undefined ? { referenced_message: replied } : {})
+        ...(replied !== undefined ? { referenced_message: replied } : {}),
+        attachments: (o.attachments ?? []).map((a) => attach(o.channelId, a))
       }
       list.push(message)
       dispatch("MESSAGE_CREATE", message)
@@ -302,6 +388,8 @@ export const startDiscord = async (options: { readonly token?: string; readonly 
     sent: (channelId) => history(channelId).filter((m) => m.author.id === bot.id).map((m) => m.content),
     sentRaw: (channelId) => history(channelId).filter((m) => m.author.id === bot.id),
     postAsBot: (channelId, content, nonce) => void post(channelId, content, nonce, true),
+    sentFiles: (channelId) => [...(files.get(channelId) ?? [])],
+    downloads: () => [...downloads],
     typing: (channelId) => typing.get(channelId) ?? 0,
     forbidHistory: (channelId) => void forbidden.add(channelId),
     rateLimitSends: (times, seconds) => void (rateLimit = { times, seconds }),

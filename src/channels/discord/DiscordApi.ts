@@ -1,14 +1,15 @@
 /**
  * The few REST calls the Discord runtime needs, through discord.js's REST client (@discordjs/rest:
  * it waits out 429s by their Retry-After and rate-limit buckets itself, and retries 5xx answers
- * and dropped connections up to 3 times): who the bot is, send a message, typing, and a channel's
- * history after a message id. discord.js is loaded on first use (an optional dependency: the CLI
+ * and dropped connections up to 3 times): who the bot is, send a message (text, or one file),
+ * typing, and a channel's history after a message id; and the download of an attachment from the
+ * CDN (plain fetch: its URLs are signed, the token never goes there). discord.js is loaded on first use (an optional dependency: the CLI
  * bundle must load without it). Messages come back as `unknown`, decoded one by one by the runtime.
  *
  * Failures are `DiscordApiError` with the operation, the HTTP status and Discord's error code;
  * never the token or a message's content.
  */
-import { Effect, Schema } from "effect"
+import { type Duration, Effect, Schema } from "effect"
 import type { REST } from "discord.js"
 
 export class DiscordApiError extends Schema.TaggedError<DiscordApiError>()("DiscordApiError", {
@@ -30,6 +31,17 @@ export class DiscordApiError extends Schema.TaggedError<DiscordApiError>()("Disc
   }
 }
 
+/** An attachment not downloaded: `too_large` (past the cap), `download_timeout` (no end within the deadline), `download_failed`. */
+export class DiscordDownloadError extends Schema.TaggedError<DiscordDownloadError>()("DiscordDownloadError", {
+  code: Schema.Literal("too_large", "download_timeout", "download_failed"),
+  /** The CDN's HTTP status, when it answered with an error. */
+  status: Schema.optional(Schema.Number)
+}) {
+  override get message() {
+    return `discord attachment ${this.code}${this.status !== undefined ? ` (${this.status})` : ""}`
+  }
+}
+
 export interface BotIdentity {
   readonly id: string
   readonly username: string | undefined
@@ -39,9 +51,17 @@ export interface DiscordApi {
   readonly me: Effect.Effect<BotIdentity, DiscordApiError>
   /** Posts one message; `nonce` with `enforce_nonce` makes a repeat within Discord's window return the first. */
   readonly createMessage: (channelId: string, content: string, nonce: string) => Effect.Effect<string, DiscordApiError>
+  /** Posts one file as its own message (multipart `payload_json` + `files[0]`), under a nonce like `createMessage`. */
+  readonly createFileMessage: (channelId: string, file: UploadFile, nonce: string) => Effect.Effect<string, DiscordApiError>
   readonly typing: (channelId: string) => Effect.Effect<void, DiscordApiError>
   /** Up to 100 messages of a channel after a message id (undecoded, in Discord's order: newest first). */
   readonly messagesAfter: (channelId: string, after: string) => Effect.Effect<ReadonlyArray<unknown>, DiscordApiError>
+}
+
+export interface UploadFile {
+  readonly name: string
+  readonly mimeType: string
+  readonly bytes: Uint8Array
 }
 
 /** Errors of node's fetch stack that mean the request never left this machine. */
@@ -79,6 +99,70 @@ const toError = (operation: string) => (e: unknown): DiscordApiError => {
 const Me = Schema.Struct({ id: Schema.String, username: Schema.optional(Schema.String) })
 const Created = Schema.Struct({ id: Schema.String })
 
+/**
+ * The multipart body of a file message, encoded to bytes here rather than handed to discord.js as
+ * `files` (a FormData). The reason: @discordjs/rest sends through its own undici 6, whose `request`
+ * uses the process-wide global dispatcher; undici 7 (loaded by @effect/platform-node's
+ * NodeClusterSocket/NodeHttpClient and by @slack/socket-mode) installs its Agent as that global
+ * dispatcher on load when it comes first, as it does in the host and in tests. That Agent encodes
+ * a FormData body with undici 7's own `extractBody`, which does not recognise the FormData of
+ * another undici copy (node's global one, which discord.js uses) and throws "action is not a
+ * function" before anything is sent. Bytes go through every undici alike. Node's own Response
+ * encodes its own FormData (boundary, quoted file name, part headers) as fetch would send it.
+ */
+const multipartOf = async (payload: unknown, file: UploadFile): Promise<{ readonly body: Uint8Array; readonly contentType: string }> => {
+  const form = new FormData()
+  form.append("payload_json", JSON.stringify(payload))
+  form.append("files[0]", new Blob([file.bytes], { type: file.mimeType }), file.name)
+  const encoded = new Response(form)
+  return { body: new Uint8Array(await encoded.arrayBuffer()), contentType: encoded.headers.get("content-type") ?? "multipart/form-data" }
+}
+
+/** Reads a body up to `maxBytes`; past that it stops reading (the rest is never fetched) and answers undefined. */
+const readCapped = async (res: Response, maxBytes: number): Promise<Uint8Array | undefined> => {
+  const declared = Number(res.headers.get("content-length") ?? Number.NaN)
+  if (declared > maxBytes) {
+    await res.body?.cancel()
+    return undefined
+  }
+  if (res.body === null) return new Uint8Array()
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  const reader = res.body.getReader()
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > maxBytes) {
+      await reader.cancel()
+      return undefined
+    }
+    chunks.push(value)
+  }
+  return Buffer.concat(chunks)
+}
+
+/**
+ * Downloads an attachment from its CDN URL (the caller checked its origin): at most `maxBytes`,
+ * within `timeout` (the request is aborted then), redirects refused (they could lead off the CDN).
+ */
+export const download = (url: string, maxBytes: number, timeout: Duration.DurationInput): Effect.Effect<Uint8Array, DiscordDownloadError> =>
+  Effect.tryPromise({
+    try: async (signal) => {
+      const res = await fetch(url, { signal, redirect: "error" })
+      if (!res.ok) {
+        await res.body?.cancel()
+        throw new DiscordDownloadError({ code: "download_failed", status: res.status })
+      }
+      const bytes = await readCapped(res, maxBytes)
+      if (bytes === undefined) throw new DiscordDownloadError({ code: "too_large" })
+      return bytes
+    },
+    catch: (e) => (e instanceof DiscordDownloadError ? e : new DiscordDownloadError({ code: "download_failed" }))
+  }).pipe(
+    Effect.timeoutFail({ duration: timeout, onTimeout: () => new DiscordDownloadError({ code: "download_timeout" }) })
+  )
+
 /** discord.js itself, or a typed failure naming the missing package. */
 export const loadDiscord = Effect.tryPromise({
   try: () => import("discord.js"),
@@ -102,6 +186,17 @@ export const make = (rest: REST): DiscordApi => {
           signal
         })
       ).pipe(Effect.flatMap(decoded("create message", Created)), Effect.map((m) => m.id)),
+    createFileMessage: (channelId, file, nonce) =>
+      call("create file message", async (signal) => {
+        const { body, contentType } = await multipartOf({
+          content: "",
+          nonce,
+          enforce_nonce: true,
+          allowed_mentions: { parse: [] },
+          attachments: [{ id: 0, filename: file.name }]
+        }, file)
+        return rest.post(`/channels/${channelId}/messages`, { body, passThroughBody: true, headers: { "Content-Type": contentType }, signal })
+      }).pipe(Effect.flatMap(decoded("create file message", Created)), Effect.map((m) => m.id)),
     typing: (channelId) => call("typing", (signal) => rest.post(`/channels/${channelId}/typing`, { signal })).pipe(Effect.asVoid),
     messagesAfter: (channelId, after) =>
       call("channel messages", (signal) => rest.get(`/channels/${channelId}/messages`, { query: new URLSearchParams({ after, limit: "100" }), signal })).pipe(

@@ -13,28 +13,37 @@
  *   after its id (`GET /channels/:id/messages?after=`, pages of 100, at most `catchUpPages`), where
  *   the bot may read it (a channel it lost access to is logged and skipped). Channels never seen
  *   have no cursor: the first start begins from "now".
- * - Guild channels, threads and direct messages are places (their channel id). Text messages of
- *   routed places (not from bots) are ingested; system messages, messages without text, malformed
- *   payloads and texts over `maxInboundChars` are skipped and logged. In a guild channel, a
+ * - Guild channels, threads and direct messages are places (their channel id). Messages of routed
+ *   places (not from bots) with text or files are ingested; system messages, messages with
+ *   neither, malformed payloads and texts over `maxInboundChars` are skipped and logged. In a guild channel, a
  *   message that neither uses the route's trigger nor mentions the bot is context only.
  * - Replies go out as Discord Markdown (./markdown.ts), cut at 2,000 characters into parts under
  *   their own keys (../parts.ts). Each part carries a nonce derived from its key with
  *   `enforce_nonce`, so Discord returns the first message for a repeat within its window
  *   (`NONCE_WINDOW`): @discordjs/rest's own retries and a resend after a crash within that window
  *   cannot duplicate; a part left `sending` for longer is not resent (`unknown` and a notice).
+ * - Files in: a message's attachments are judged by what Discord says of them (size, type, name)
+ *   against `files:` first; only those that pass, and whose URL is on one of `fileOrigins`
+ *   (Discord's CDN), are downloaded, each read up to `files.maxBytes` within `DOWNLOAD_TIMEOUT`,
+ *   and handed to ingest (the workspace inbox). The others, and failed downloads, are named to
+ *   the agent as refused (`filesRefused`); the message is stored either way.
+ * - Files out: each file of a reply (the agent's outbox) is one more part after the text, posted
+ *   as its own message with the file attached, under a nonce from its part key like the text.
  * - While a turn of a place runs, the bot shows as typing there (renewed every 8 s).
  * - isReady is true from READY or RESUMED until the gateway connection closes.
  */
 import { Cause, Duration, Effect, Exit, FiberMap, Queue, Runtime, Schedule, Schema } from "effect"
 import { createHash } from "node:crypto"
+import { FilesConfig } from "../../config/files.js"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
+import { mimeTypeOf, refusalOf, safeName } from "../../files/names.js"
 import { type Channel, type OutboundDelivery, type ProgressEvent, SendOutcomeUnknown } from "../../pipeline/channel-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
 import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import * as DiscordApi from "./DiscordApi.js"
 import { toDiscordMarkdown } from "./markdown.js"
-import { byId, decodeMessageEvent, type DiscordMessage, laterId, type Positions, readPositions, senderOf, writePositions } from "./messages.js"
+import { attachmentsOf, byId, decodeMessageEvent, type DiscordMessage, laterId, type Positions, readPositions, senderOf, writePositions } from "./messages.js"
 import type { DiscordSettings } from "./settings.js"
 import { readToken as readConnectionToken } from "../token.js"
 
@@ -59,6 +68,8 @@ export const NONCE_WINDOW = Duration.minutes(2)
 /** Typing shows for 10 s or until the bot's next message. */
 const TYPING_RENEW = Duration.seconds(8)
 const LOGIN_TIMEOUT = Duration.seconds(60)
+/** The longest one attachment's download may take (the message's ingest waits for it). */
+export const DOWNLOAD_TIMEOUT = Duration.seconds(30)
 
 /** A nonce is at most 25 characters: a digest of the part's key. */
 export const nonceOf = (partKey: string): string => createHash("sha256").update(partKey).digest("base64url").slice(0, 25)
@@ -68,6 +79,8 @@ export interface DiscordRuntimeOptions {
   readonly settings: DiscordSettings
   /** `tokenFile` is relative to it. */
   readonly dataDir: string
+  /** `files:` of pynchy.yaml (default: its defaults). */
+  readonly files?: FilesConfig
 }
 
 /** The bot token (`tokenEnv` or `tokenFile`), a failure as this runtime's error. */
@@ -78,6 +91,8 @@ type Work = { readonly _tag: "message"; readonly raw: unknown } | { readonly _ta
 
 export const makeDiscordRuntime = (options: DiscordRuntimeOptions): NativeConnectionRuntime => {
   const { name, settings } = options
+  const limits = options.files ?? FilesConfig.make({})
+  const fileOrigins = new Set(settings.fileOrigins.map((o) => new URL(o).origin))
   let ready = false
   let closed = true
   const fail = (operation: string) => (e: { readonly message: string }) => new DiscordRuntimeError({ connection: name, operation, reason: e.message })
@@ -135,13 +150,15 @@ export const makeDiscordRuntime = (options: DiscordRuntimeOptions): NativeConnec
       const api = DiscordApi.make(client.rest)
       const handle = me.username !== undefined ? `@${me.username}` : undefined
 
-      const sendPart = (channelId: string, text: string, key: string) => {
-        const converted = toDiscordMarkdown(text)
-        return api.createMessage(channelId, converted.length <= MESSAGE_LIMIT ? converted : text, nonceOf(key)).pipe(
+      const sendRetrying = (post: Effect.Effect<string, DiscordApi.DiscordApiError>) =>
+        post.pipe(
           // Nothing left the machine: a retry cannot duplicate.
           Effect.retry({ schedule: Schedule.exponential("100 millis").pipe(Schedule.upTo(Duration.seconds(10))), while: (e) => e.notSent }),
           Effect.asVoid
         )
+      const sendPart = (channelId: string, text: string, key: string) => {
+        const converted = toDiscordMarkdown(text)
+        return sendRetrying(api.createMessage(channelId, converted.length <= MESSAGE_LIMIT ? converted : text, nonceOf(key)))
       }
       const send = (delivery: OutboundDelivery) =>
         sendInParts({
@@ -150,6 +167,8 @@ export const makeDiscordRuntime = (options: DiscordRuntimeOptions): NativeConnec
           sendPart: ({ key, text }) => sendPart(delivery.place, text, key),
           // An answer from Discord, even an error, means it did not take the message.
           failure: (e) => ({ notSent: e.refused || e.notSent, reason: e.message }),
+          // The agent's outbox: each file its own message after the text, deduplicated by its nonce like a text part.
+          sendFile: (file, key) => sendRetrying(api.createFileMessage(delivery.place, file, nonceOf(key))),
           resendUnknownWithin: NONCE_WINDOW
         })
 
@@ -164,6 +183,7 @@ export const makeDiscordRuntime = (options: DiscordRuntimeOptions): NativeConnec
         // Parts are claimed before they are sent (../parts.ts) and carry a nonce Discord
         // deduplicates: a resend sends missing parts, and repeats a `sending` one only within the window.
         idempotentResends: true,
+        files: true,
         send: (delivery) =>
           closed
             ? Promise.reject(new Error(`discord connection '${name}' is closed`))
@@ -175,6 +195,43 @@ export const makeDiscordRuntime = (options: DiscordRuntimeOptions): NativeConnec
         progress: (event) => (closed ? undefined : Runtime.runPromise(runtime)(Effect.asVoid(progress(event))))
       }
       yield* context.bindChannel(channel)
+
+      /** A message's attachments: those within `files:` and from the CDN downloaded; the others named with why. */
+      const filesOf = (message: DiscordMessage) =>
+        Effect.gen(function* () {
+          const { attachments, malformed } = attachmentsOf(message)
+          const files: Array<{ name: string; mimeType: string; bytes: Uint8Array }> = []
+          const refused: Array<{ name: string; reason: string }> = []
+          for (let i = 0; i < malformed; i++) refused.push({ name: "attachment", reason: "malformed (Discord's description of it did not decode)" })
+          for (const attachment of attachments) {
+            const shown = safeName(attachment.filename)
+            const type = attachment.content_type ?? mimeTypeOf(attachment.filename)
+            const origin = URL.canParse(attachment.url) ? new URL(attachment.url).origin : undefined
+            const why = files.length >= limits.maxFiles
+              ? `too many files (the limit is ${limits.maxFiles})`
+              : refusalOf(attachment.size, type, limits) ??
+                (origin === undefined || !fileOrigins.has(origin) ? `not downloaded: its URL is not on Discord's CDN (${origin ?? "not a URL"})` : undefined)
+            if (why !== undefined) {
+              refused.push({ name: shown, reason: why })
+              continue
+            }
+            const bytes = yield* Effect.either(DiscordApi.download(attachment.url, limits.maxBytes, DOWNLOAD_TIMEOUT))
+            if (bytes._tag === "Right") {
+              files.push({ name: shown, mimeType: type, bytes: bytes.right })
+              continue
+            }
+            yield* Effect.logWarning("discord attachment not downloaded").pipe(Effect.annotateLogs({ messageId: message.id, attachment: attachment.id, reason: bytes.left.message }))
+            refused.push({
+              name: shown,
+              reason: bytes.left.code === "too_large"
+                ? `too large (the limit is ${limits.maxBytes} bytes)`
+                : bytes.left.code === "download_timeout"
+                ? `download_timeout: not downloaded from Discord within ${Duration.format(DOWNLOAD_TIMEOUT)}`
+                : `could not be downloaded from Discord${bytes.left.status !== undefined ? ` (${bytes.left.status})` : ""}`
+            })
+          }
+          return { files, refused }
+        })
 
       const ingest = (message: DiscordMessage) =>
         Effect.gen(function* () {
@@ -192,6 +249,7 @@ export const makeDiscordRuntime = (options: DiscordRuntimeOptions): NativeConnec
             repliesToBot: message.referenced_message?.author?.id === me.id,
             mentionsBot: message.mentions.some((u) => u.id === me.id)
           })
+          const { files, refused } = yield* filesOf(message)
           const next = { ...positions, [place]: laterId(positions[place], message.id) }
           order += 1
           yield* context.ingest({
@@ -200,7 +258,9 @@ export const makeDiscordRuntime = (options: DiscordRuntimeOptions): NativeConnec
             providerEventId: message.id,
             sender: senderOf(message),
             text: message.content,
+            ...(files.length > 0 ? { files } : {}),
             metadata: {
+              ...(refused.length > 0 ? { filesRefused: refused } : {}),
               messageId: message.id,
               authorId: message.author.id,
               ...(message.guild_id !== undefined ? { guildId: message.guild_id } : { direct: true }),

@@ -1,6 +1,6 @@
 /**
- * What the Discord runtime takes from the gateway and from a channel's history: text messages,
- * decoded one at a time (a MESSAGE_CREATE dispatch and a message of `GET /channels/:id/messages`
+ * What the Discord runtime takes from the gateway and from a channel's history: messages with
+ * text or attachments (files), decoded one at a time (a MESSAGE_CREATE dispatch and a message of `GET /channels/:id/messages`
  * have the same shape). Anything else is dropped with a reason for the log (ids and what was
  * wrong, never the content). Also the durable cursor: the newest message id seen per channel.
  */
@@ -20,14 +20,42 @@ export const DiscordMessage = Schema.Struct({
   type: Schema.optionalWith(Schema.Int, { default: () => 0 }),
   timestamp: Schema.optional(Schema.String),
   mentions: Schema.optionalWith(Schema.Array(Schema.Struct({ id: Snowflake })), { default: () => [] }),
-  referenced_message: Schema.optional(Schema.NullOr(Schema.Struct({ author: Schema.optional(Schema.Struct({ id: Snowflake })) })))
+  referenced_message: Schema.optional(Schema.NullOr(Schema.Struct({ author: Schema.optional(Schema.Struct({ id: Snowflake })) }))),
+  /** The files sent with it, each decoded on its own (`attachmentsOf`): one malformed entry does not drop the message. */
+  attachments: Schema.optionalWith(Schema.Array(Schema.Unknown), { default: () => [] })
 })
 export type DiscordMessage = typeof DiscordMessage.Type
+
+/** A file of a message, as Discord describes it: the runtime decides from this whether to download it. */
+export const DiscordAttachment = Schema.Struct({
+  id: Snowflake,
+  filename: Schema.String,
+  /** Discord's guess from the upload; absent for types it does not know. */
+  content_type: Schema.optional(Schema.String),
+  size: Schema.NonNegativeInt,
+  url: Schema.String
+})
+export type DiscordAttachment = typeof DiscordAttachment.Type
+
+const decodeAttachment = Schema.decodeUnknownEither(DiscordAttachment)
+
+/** A message's attachments that decode, and how many did not. */
+export const attachmentsOf = (m: DiscordMessage): { readonly attachments: ReadonlyArray<DiscordAttachment>; readonly malformed: number } => {
+  const attachments: Array<DiscordAttachment> = []
+  let malformed = 0
+  for (const raw of m.attachments) {
+    const decoded = decodeAttachment(raw)
+    if (Either.isRight(decoded)) attachments.push(decoded.right)
+    else malformed += 1
+  }
+  return { attachments, malformed }
+}
 
 const decodeMessage = Schema.decodeUnknownEither(DiscordMessage)
 const decodeIds = Schema.decodeUnknownEither(Schema.Struct({ id: Schema.optional(Schema.Unknown), channel_id: Schema.optional(Schema.Unknown) }))
 
 export type Decoded =
+  /** Text, attachments, or both. */
   | { readonly _tag: "text"; readonly message: DiscordMessage }
   | { readonly _tag: "skip"; readonly reason: string }
 
@@ -41,7 +69,9 @@ export const decodeMessageEvent = (u: unknown): Decoded => {
   }
   const message = decoded.right
   if (!TEXT_TYPES.has(message.type)) return { _tag: "skip", reason: `message ${message.id}: system message type ${message.type}` }
-  if (message.content.length === 0) return { _tag: "skip", reason: `message ${message.id}: no text (an attachment, an embed, or the message content intent is off)` }
+  if (message.content.length === 0 && message.attachments.length === 0) {
+    return { _tag: "skip", reason: `message ${message.id}: neither text nor files (an embed, a sticker, or the message content intent is off)` }
+  }
   return { _tag: "text", message }
 }
 

@@ -12,12 +12,12 @@ import { decodeDiscordSettings } from "./settings.js"
  */
 export default definePlugin({
   name: "discord",
-  description: "Discord channels, threads and DMs through discord.js (gateway with RESUME, catch-up from a durable cursor, nonce-deduplicated sends, long replies in parts)",
+  description: "Discord channels, threads and DMs through discord.js (gateway with RESUME, catch-up from a durable cursor, nonce-deduplicated sends, long replies in parts, files in and out)",
   connectionRuntime: ({ config }) => {
     const runtimes: Array<NativeConnectionRuntime> = []
     for (const { name, raw, routed } of connectionsOfKind(config, "discord")) {
       const settings = decodeDiscordSettings(name, raw)
-      if (routed) runtimes.push(makeDiscordRuntime({ name, settings, dataDir: path.resolve(config.dataDir) }))
+      if (routed) runtimes.push(makeDiscordRuntime({ name, settings, dataDir: path.resolve(config.dataDir), files: config.files }))
     }
     return runtimes
   }

@@ -14,6 +14,14 @@ export const DiscordSettings = Schema.Struct({
   apiRoot: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^https?:\/\/[^/]/, { message: () => "must be an http:// or https:// URL" })), {
     default: () => "https://discord.com/api"
   }),
+  /**
+   * The origins an attachment is downloaded from: Discord's CDN (its URLs are signed and need no
+   * token); a fake in tests. An attachment URL anywhere else is refused and named to the agent.
+   */
+  fileOrigins: Schema.optionalWith(
+    Schema.Array(Schema.String.pipe(Schema.pattern(/^https?:\/\/[^/?#]+$/, { message: () => "must be an origin like https://cdn.discordapp.com (no path)" }))),
+    { default: () => ["https://cdn.discordapp.com", "https://media.discordapp.net"] }
+  ),
   /** An inbound text longer than this is refused (logged and skipped, never stored). */
   maxInboundChars: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1_000_000)), { default: () => 16_384 }),
   /** After an outage, at most this many pages of 100 messages are read back per channel. */
