@@ -25,6 +25,7 @@ import { makeDiscordRuntime, nonceOf } from "../../src/channels/discord/DiscordR
 import { decodeDiscordSettings } from "../../src/channels/discord/settings.js"
 import { fileKey } from "../../src/channels/parts.js"
 import { MessageStore } from "../../src/db/MessageStore.js"
+import { SendOutcomeUnknown } from "../../src/pipeline/channel-contract.js"
 import { Channels } from "../../src/pipeline/Channels.js"
 import { tempDir } from "../support/db.js"
 import { type FakeDiscord, startDiscord } from "../support/discord.js"
@@ -169,9 +170,11 @@ describe("Discord file parts after a crash", () => {
       assert.strictEqual(dc.sentFiles(dm).length, 1)
       assert.deepStrictEqual(dc.sent(dm), ["here it is", ""])
 
-      // Claimed longer ago than the window: not sent again (the text part, sent, is skipped too).
+      // Claimed longer ago than the window: not sent again (the text part, sent, is skipped too),
+      // and the delivery's outcome is unknown (the user is told).
       yield* sql`UPDATE delivery_parts SET status = 'sending', updated_at = 0 WHERE part_key = ${fileKey("crash-f", 1)}`
-      yield* Effect.promise(() => channel.send({ ...delivery, previousAttempts: 2 }))
+      const unknown = yield* Effect.flip(Effect.tryPromise(() => channel.send({ ...delivery, previousAttempts: 2 })))
+      assert.instanceOf(unknown.error, SendOutcomeUnknown)
       assert.strictEqual(dc.counts().posts, posts + 1)
       assert.strictEqual(dc.sentFiles(dm).length, 1)
     }))
