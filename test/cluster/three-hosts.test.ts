@@ -13,8 +13,7 @@ import * as path from "node:path"
 import { afterAll, assert, describe, it } from "vitest"
 import { hashToken } from "../../src/channels/http/settings.js"
 import * as Database from "../../src/db/Database.js"
-import { type HostProcess, killAllHosts, killHard, startHost, stopHost } from "../channels/host-process.js"
-import { runCli } from "../support/cli.js"
+import { type HostProcess, type HostProject, hostProject, killAllHosts, killHard, stopHost } from "../channels/host-process.js"
 import { scratchPostgres, stopPostgres, tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
 import { skipWithoutPostgres } from "../support/postgres.js"
@@ -32,7 +31,7 @@ const auth = { authorization: `Bearer ${TOKEN}` }
 
 interface Node {
   readonly name: string
-  readonly dir: string
+  readonly project: HostProject
   readonly httpPort: number
   readonly runner: string
   host?: HostProcess
@@ -45,22 +44,23 @@ describe.skipIf(skip)("three hosts on one Postgres (real bins, kill -9)", () => 
       Effect.runPromise(Effect.flatMap(SqlClient.SqlClient, f).pipe(Effect.provide(Database.layerPostgres(Redacted.make(url))), Effect.scoped) as Effect.Effect<A>)
     const nodes: Array<Node> = []
     for (const name of ["a", "b", "c"]) {
-      const dir = tempDir(`pynchy-cluster-${name}-`)
       const httpPort = await freePort()
       const clusterPort = await freePort()
-      fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
-        `dataDir: ${dir}`,
-        "containerRuntime: process",
-        "workspaces: [{ id: main, agentCore: scripted }]",
-        "routes: [{ connection: web, place: '*', workspace: main }, { connection: cli, place: '*', workspace: main }]",
-        `connections: { web: { kind: http, port: ${httpPort}, tokens: ['${hashToken(TOKEN)}'] } }`,
-        `cluster: { host: 127.0.0.1, port: ${clusterPort}, shardLockExpirationMs: 3000, shardLockRefreshMs: 1000, refreshAssignmentsMs: 500, shards: 30 }`
-      ].join("\n") + "\n")
-      nodes.push({ name, dir, httpPort, runner: `127.0.0.1:${clusterPort}` })
+      const project = hostProject({
+        dir: tempDir(`pynchy-cluster-${name}-`),
+        yaml: () => [
+          "containerRuntime: process",
+          "workspaces: [{ id: main, agentCore: scripted }]",
+          "routes: [{ connection: web, place: '*', workspace: main }, { connection: cli, place: '*', workspace: main }]",
+          `connections: { web: { kind: http, port: ${httpPort}, tokens: ['${hashToken(TOKEN)}'] } }`,
+          `cluster: { host: 127.0.0.1, port: ${clusterPort}, shardLockExpirationMs: 3000, shardLockRefreshMs: 1000, refreshAssignmentsMs: 500, shards: 30 }`
+        ],
+        env: { PYNCHY_DATABASE_URL: url }
+      })
+      nodes.push({ name, project, httpPort, runner: `127.0.0.1:${clusterPort}` })
     }
-    const env = { PYNCHY_DATABASE_URL: url }
     try {
-      for (const node of nodes) node.host = await startHost(node.dir, env)
+      for (const node of nodes) node.host = await node.project.start()
 
       // Settled: every shard is locked, and by three runners.
       await Effect.runPromise(eventually(async () => {
@@ -148,8 +148,8 @@ describe.skipIf(skip)("three hosts on one Postgres (real bins, kill -9)", () => 
       for (const place of places.slice(2)) await send(place, `${place}-3`, `third ${place}`)
       // Release the held turn on the survivors (the rerun holds again in its new host's workspace).
       for (const node of alive()) {
-        fs.mkdirSync(path.join(node.dir, "workspaces", "main"), { recursive: true })
-        fs.writeFileSync(path.join(node.dir, "workspaces", "main", "go"), "")
+        fs.mkdirSync(path.join(node.project.dir, "workspaces", "main"), { recursive: true })
+        fs.writeFileSync(path.join(node.project.dir, "workspaces", "main", "go"), "")
       }
       await waitAllAnswered("every message answered after the kill")
       const after = await onDb((sql) => sql<{ runner: string }>`SELECT runner FROM cluster_connections WHERE connection = 'web'`)
@@ -174,7 +174,7 @@ describe.skipIf(skip)("three hosts on one Postgres (real bins, kill -9)", () => 
         return rows[0] !== undefined && alive().some((n) => n.runner === rows[0]!.runner) ? rows[0].runner : undefined
       }, { label: "cli held by a survivor" }))
       const other = alive().find((n) => n.runner !== cliHolder)!
-      const sent = await runCli(["send", "-c", "cli:forwarded", "sent on another host"], { cwd: other.dir, env: { ...env, PYNCHY_CONFIG: path.join(other.dir, "pynchy.yaml") } })
+      const sent = await other.project.cli(["send", "-c", "cli:forwarded", "sent on another host"])
       assert.strictEqual(sent.code, 0, sent.stderr)
       await Effect.runPromise(eventually(async () => {
         const rows = await onDb((sql) => sql<{ status: string }>`SELECT t.status FROM messages m JOIN turns t ON t.id = m.handled_by WHERE m.conversation_id = 'cli:forwarded'`)
@@ -182,7 +182,7 @@ describe.skipIf(skip)("three hosts on one Postgres (real bins, kill -9)", () => 
       }, { label: "the message sent on a non-holder answered by the holder of cli" }))
 
       // Any host's status shows the runners, the holder of each connection and the shard counts.
-      const status = await runCli(["status"], { cwd: moved.dir, env: { ...env, PYNCHY_CONFIG: path.join(moved.dir, "pynchy.yaml") } })
+      const status = await moved.project.cli(["status"])
       assert.include(status.stdout, `cluster   connection web on ${moved.runner} since`, status.stderr)
       const shardsOf = (runner: string) => Number(new RegExp(`cluster   runner ${runner}: live, (\\d+) shards`).exec(status.stdout)?.[1] ?? -1)
       const survivors = alive()
@@ -190,7 +190,7 @@ describe.skipIf(skip)("three hosts on one Postgres (real bins, kill -9)", () => 
       assert.strictEqual(survivors.reduce((sum, n) => sum + shardsOf(n.runner), 0), 30, status.stdout)
       assert.include(status.stdout, `cluster   runner ${holder.runner}: GONE`)
       // Doctor reaches the live runners from here.
-      const doctor = await runCli(["doctor"], { cwd: moved.dir, env: { ...env, PYNCHY_CONFIG: path.join(moved.dir, "pynchy.yaml") } })
+      const doctor = await moved.project.cli(["doctor"])
       assert.match(doctor.stdout, /ok +cluster +2 live runner\(s\) reachable/, doctor.stdout)
     } finally {
       for (const node of nodes) if (node.host !== undefined) await stopHost(node.host)
