@@ -17,6 +17,7 @@ import { ConnectionName, ConversationId } from "../../src/domain/ids.js"
 import { Channels } from "../../src/pipeline/Channels.js"
 import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
+import { FilesConfig } from "../../src/config/files.js"
 import { type MatrixUser, skipWithoutSynapse, startSynapse, type Synapse } from "../support/synapse.js"
 import { streamingExecutor } from "../support/streaming.js"
 import { skipWithout } from "../support/system.js"
@@ -208,6 +209,29 @@ describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
       ])
       const bytes = yield* Effect.promise(() => Promise.all(media.map((e) => download(alice, e.content.url))))
       assert.deepStrictEqual(bytes.map((b) => new TextDecoder().decode(b)), ["PNGDATA", "some notes"])
+    }))
+
+  it.scopedLive("a file a user sends is downloaded into the workspace inbox and named to the agent with its caption; one past `files:` by its event, or encrypted, is named as not received", () =>
+    Effect.gen(function* () {
+      const dir = tempDir()
+      const agent = recordingAgent()
+      const runtime = makeMatrixRuntime({ name: "mx", settings: settings(), dataDir: tempDir(), files: FilesConfig.make({ maxBytes: 1_000 }) })
+      yield* Layer.build(makeTestHost(hostConfig(dir), { runtimes: [{ plugin: "matrix", value: runtime }], executor: agent.layer }))
+      const room = yield* Effect.promise(() => roomWithBot())
+      yield* Effect.promise(() => alice.sendFile(room, { msgtype: "m.image", name: "photo.png", mimeType: "image/png", bytes: new TextEncoder().encode("PNG-BYTES"), caption: "look at this" }))
+      const input = yield* eventually(Effect.sync(() => agent.inputs.find((t) => t.startsWith("look at this"))), { label: "the agent's input with the photo" })
+      const saved = /\[file: (\/workspace\/inbox\/\S+-photo\.png) \(image\/png, 9 bytes\)\]/.exec(input)
+      assert.isNotNull(saved, input)
+      assert.strictEqual(fs.readFileSync(path.join(dir, "workspaces", "main", saved![1]!.slice("/workspace/".length)), "utf8"), "PNG-BYTES")
+      // Refused from what the event says (its size), and an encrypted file (no `url`): named, the messages stored.
+      yield* Effect.promise(() => alice.sendFile(room, { msgtype: "m.file", name: "big.pdf", mimeType: "application/pdf", bytes: new Uint8Array(5_000) }))
+      yield* Effect.promise(() => alice.sendContent(room, { msgtype: "m.file", body: "secret.pdf", file: { url: "mxc://example.org/abc", v: "v2" }, info: { mimetype: "application/pdf", size: 10 } }))
+      const refused = yield* eventually(Effect.sync(() => {
+        const all = agent.inputs.join("\n")
+        return all.includes("big.pdf") && all.includes("secret.pdf") ? all : undefined
+      }), { label: "both refused files named to the agent" })
+      assert.include(refused, "[file not received: big.pdf: too large (5000 bytes; the limit is 1000)]")
+      assert.include(refused, "[file not received: secret.pdf: an encrypted file (not supported)]")
     }))
 
   it.scopedLive("rooms map to workspaces through routes; a room without a route is neither joined nor ingested", () =>

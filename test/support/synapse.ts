@@ -90,6 +90,34 @@ export class MatrixUser {
     return r.event_id as string
   }
 
+  /** Any m.room.message content, as a client would send it. */
+  async sendContent(roomId: string, content: Record<string, unknown>): Promise<string> {
+    const r = await this.req("PUT", `/_matrix/client/v3/rooms/${encodeURIComponent(roomId)}/send/m.room.message/${encodeURIComponent(randomUUID())}`, content)
+    return r.event_id as string
+  }
+
+  /** Uploads bytes to the media repository; answers the `mxc://` URI. */
+  async upload(bytes: Uint8Array, mimeType: string, filename: string): Promise<string> {
+    const res = await fetch(`${this.baseUrl}/_matrix/media/v3/upload?filename=${encodeURIComponent(filename)}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${this.accessToken}`, "content-type": mimeType },
+      body: bytes
+    })
+    if (!res.ok) throw new Error(`upload -> ${res.status}`)
+    return ((await res.json()) as { content_uri: string }).content_uri
+  }
+
+  /** A file message the way clients send one: uploaded, then `msgtype` with `url`, `info` and, with a caption, `filename`. */
+  async sendFile(roomId: string, file: { readonly msgtype: string; readonly name: string; readonly mimeType: string; readonly bytes: Uint8Array; readonly caption?: string }): Promise<string> {
+    const url = await this.upload(file.bytes, file.mimeType, file.name)
+    return this.sendContent(roomId, {
+      msgtype: file.msgtype,
+      url,
+      info: { mimetype: file.mimeType, size: file.bytes.byteLength },
+      ...(file.caption !== undefined ? { body: file.caption, filename: file.name } : { body: file.name })
+    })
+  }
+
   /** Every m.room.message text of the room, oldest first. */
   async messages(roomId: string): Promise<Array<RoomMessage>> {
     const out: Array<RoomMessage> = []

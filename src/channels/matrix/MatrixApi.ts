@@ -1,12 +1,12 @@
 /**
  * The few Matrix Client-Server API calls the connection runtime needs, over the platform
- * HttpClient: login, whoami, /sync, join, /messages, send, typing and media upload. Responses are decoded with Schema;
+ * HttpClient: login, whoami, /sync, join, /messages, send, typing, media upload and download. Responses are decoded with Schema;
  * failures are `MatrixApiError` with the operation and the HTTP status (never a token or a body).
  */
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
-import { Duration, Effect, Schema } from "effect"
+import { Duration, Effect, Schema, Stream } from "effect"
 
 export class MatrixApiError extends Schema.TaggedError<MatrixApiError>()("MatrixApiError", {
   operation: Schema.String,
@@ -92,11 +92,22 @@ export interface MatrixApi {
   readonly send: (token: string, roomId: string, txnId: string, content: Record<string, unknown>) => Effect.Effect<string, MatrixApiError>
   /** Uploads a file to the media repository; answers its `mxc://` URI. */
   readonly upload: (token: string, bytes: Uint8Array, contentType: string, filename: string) => Effect.Effect<string, MatrixApiError>
+  /**
+   * The bytes of an `mxc://` URI from the homeserver's authenticated media API, read up to
+   * `maxBytes`: `undefined` when the file is larger (the download is cut off there).
+   */
+  readonly download: (token: string, mxc: string, maxBytes: number) => Effect.Effect<Uint8Array | undefined, MatrixApiError>
   /** The typing notice of `userId` in a room: on for `timeout`, or off. */
   readonly typing: (token: string, roomId: string, userId: string, typing: boolean, timeout: Duration.Duration) => Effect.Effect<void, MatrixApiError>
 }
 
 const room = (id: string) => encodeURIComponent(id)
+
+/** The server name and media id of an `mxc://` URI (the spec's grammar), or undefined. */
+export const parseMxc = (uri: string): { readonly server: string; readonly mediaId: string } | undefined => {
+  const m = /^mxc:\/\/([A-Za-z0-9.:[\]-]{1,255})\/([A-Za-z0-9_-]{1,255})$/.exec(uri)
+  return m === null ? undefined : { server: m[1]!, mediaId: m[2]! }
+}
 
 export const make = (homeserver: string): Effect.Effect<MatrixApi, never, HttpClient.HttpClient> =>
   Effect.gen(function* () {
@@ -157,6 +168,28 @@ export const make = (homeserver: string): Effect.Effect<MatrixApi, never, HttpCl
           HttpClientRequest.setUrlParams({ filename }),
           HttpClientRequest.bodyUint8Array(bytes, contentType)
         ), UploadResponse).pipe(Effect.map((r) => r.content_uri)),
+      download: (token, mxc, maxBytes) =>
+        Effect.gen(function* () {
+          const at = parseMxc(mxc)
+          if (at === undefined) return yield* new MatrixApiError({ operation: "download", status: 400, errcode: "M_INVALID_PARAM" })
+          const url = `${base}/_matrix/client/v1/media/download/${encodeURIComponent(at.server)}/${encodeURIComponent(at.mediaId)}`
+          const res = yield* client.execute(authed(HttpClientRequest.get(url), token)).pipe(Effect.mapError((cause) => new MatrixApiError({ operation: "download", cause })))
+          if (res.status < 200 || res.status >= 300) return yield* new MatrixApiError({ operation: "download", status: res.status })
+          const chunks: Array<Uint8Array> = []
+          let size = 0
+          yield* res.stream.pipe(
+            Stream.runForEachWhile((chunk) =>
+              Effect.sync(() => {
+                size += chunk.byteLength
+                if (size > maxBytes) return false
+                chunks.push(chunk)
+                return true
+              })
+            ),
+            Effect.mapError((cause) => new MatrixApiError({ operation: "download", status: res.status, cause }))
+          )
+          return size > maxBytes ? undefined : new Uint8Array(Buffer.concat(chunks))
+        }).pipe(Effect.scoped),
       typing: (token, roomId, userId, typing, timeout) =>
         run("typing", authed(HttpClientRequest.put(`${base}/_matrix/client/v3/rooms/${room(roomId)}/typing/${encodeURIComponent(userId)}`), token).pipe(
           HttpClientRequest.bodyUnsafeJson(typing ? { typing: true, timeout: Duration.toMillis(timeout) } : { typing: false })

@@ -4,6 +4,9 @@
  * - A /sync long-poll loop. Its `since` token is the durable cursor (stream `sync`), advanced in
  *   the ingest transaction of the last message of a sync; a sync without messages only moves the
  *   in-memory token, so after a restart at most those empty syncs are replayed (harmless).
+ * - A file message (m.image, m.file, m.audio, m.video) is judged by its event against `files:`,
+ *   then downloaded from the homeserver's authenticated media API, capped, and ingested with its
+ *   caption as the text; what is refused is named to the agent.
  * - Message events of routed rooms (not the bot's own) are ingested one by one; the receipt
  *   (connection, event id) deduplicates a replayed sync. A limited timeline is backfilled through
  *   /messages down to the previous token, so a long outage loses nothing.
@@ -30,7 +33,9 @@ import { Cause, Duration, Effect, Exit, FiberMap, Runtime, Schedule, Schema } fr
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
+import { FilesConfig } from "../../config/files.js"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
+import { mimeTypeOf, refusalOf, safeName } from "../../files/names.js"
 import type { Channel, OutboundAudio, OutboundDelivery, OutboundFile, ProgressEvent } from "../../pipeline/channel-contract.js"
 import type { IngestMessageInput } from "../../runtimes/connection-runtime-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
@@ -57,6 +62,10 @@ export const SYNC_STREAM = "sync"
  */
 export const MESSAGE_LIMIT = 4_000
 const TEXT_TYPES = new Set(["m.text", "m.emote"])
+/** Message types that carry a file in `url` (an `mxc://` URI), its name and its caption. */
+const FILE_TYPES = new Set(["m.image", "m.file", "m.audio", "m.video"])
+/** From the request to the last byte of one file a user sent. */
+const DOWNLOAD_TIMEOUT = Duration.seconds(60)
 const MAX_BACKFILL_PAGES = 50
 /** A typing notice lasts this long on the homeserver; it is renewed before it runs out while the turn runs. */
 export const TYPING_TIMEOUT = Duration.seconds(30)
@@ -79,10 +88,20 @@ export interface MatrixRuntimeOptions {
   readonly settings: MatrixSettings
   /** Credential files are relative to it. */
   readonly dataDir: string
+  /** `files:` of pynchy.yaml (default: its defaults). */
+  readonly files?: FilesConfig
 }
+
+/**
+ * A file message's text: its caption, which is `body` when `filename` names the file apart
+ * (Matrix 1.10); otherwise `body` is the file's name and there is no caption.
+ */
+const captionOf = (content: Record<string, unknown>): string =>
+  typeof content["filename"] === "string" && content["filename"] !== "" && content["filename"] !== content["body"] ? String(content["body"]) : ""
 
 export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnectionRuntime => {
   const { name, settings } = options
+  const limits = options.files ?? FilesConfig.make({})
   let ready = false
   let closed = true
   const fail = (operation: string) => (e: unknown) =>
@@ -205,7 +224,7 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnecti
               seen.add(event.event_id)
               const body = event.content?.["body"]
               const msgtype = event.content?.["msgtype"]
-              if (event.type !== "m.room.message" || typeof body !== "string" || typeof msgtype !== "string" || !TEXT_TYPES.has(msgtype)) continue
+              if (event.type !== "m.room.message" || typeof body !== "string" || typeof msgtype !== "string" || !(TEXT_TYPES.has(msgtype) || FILE_TYPES.has(msgtype))) continue
               if (event.sender === userId) continue
               // An edit repeats the message with a "* " body: the original was answered already.
               const relation = event.content?.["m.relates_to"] as { rel_type?: unknown } | undefined
@@ -264,6 +283,33 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnecti
           })
         })
 
+      /**
+       * The file of a file message, downloaded from the homeserver within `files:`; or why not.
+       * What the event says (size, type) is judged first: a file refused by it is never fetched.
+       */
+      const fileOf = (event: MatrixApi.RoomEvent) =>
+        Effect.gen(function* () {
+          const content = event.content!
+          const fileName = typeof content["filename"] === "string" && content["filename"] !== "" ? content["filename"] : String(content["body"])
+          const shown = safeName(fileName)
+          const info = (typeof content["info"] === "object" && content["info"] !== null ? content["info"] : {}) as { mimetype?: unknown; size?: unknown }
+          const type = typeof info.mimetype === "string" && info.mimetype !== "" ? info.mimetype : mimeTypeOf(fileName)
+          const url = content["url"]
+          if (typeof url !== "string") return { refused: [{ name: shown, reason: content["file"] !== undefined ? "an encrypted file (not supported)" : "no media URL" }] }
+          const why = refusalOf(typeof info.size === "number" ? info.size : 0, type, limits)
+          if (why !== undefined) return { refused: [{ name: shown, reason: why }] }
+          const got = yield* patiently(api.download(token, url, limits.maxBytes)).pipe(
+            Effect.timeoutFail({ duration: DOWNLOAD_TIMEOUT, onTimeout: () => new MatrixApi.MatrixApiError({ operation: "download_timeout" }) }),
+            Effect.either
+          )
+          if (got._tag === "Left") {
+            yield* Effect.logWarning("matrix file not downloaded").pipe(Effect.annotateLogs({ event: event.event_id, reason: got.left.message }))
+            return { refused: [{ name: shown, reason: "could not be downloaded from the homeserver" }] }
+          }
+          if (got.right === undefined) return { refused: [{ name: shown, reason: `too large (the limit is ${limits.maxBytes} bytes)` }] }
+          return { files: [{ name: fileName, mimeType: type, bytes: got.right }] }
+        })
+
       const step = Effect.gen(function* () {
         const first = since === undefined
         const res = yield* api.sync(token, since, polling ? Duration.millis(settings.syncTimeoutMs) : Duration.zero, MatrixApi.SYNC_FILTER)
@@ -277,14 +323,17 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnecti
           for (let i = 0; i < messages.length; i++) {
             const { roomId, event } = messages[i]!
             const answered = yield* triggered(roomId, event)
+            const file = FILE_TYPES.has(event.content!["msgtype"] as string) ? yield* fileOf(event) : undefined
             inputs.push({
               connection: name,
               place: roomId,
               providerEventId: event.event_id,
               sender: event.sender,
-              text: event.content!["body"] as string,
+              text: file === undefined ? event.content!["body"] as string : captionOf(event.content!),
+              ...(file?.files !== undefined ? { files: file.files } : {}),
               metadata: {
                 msgtype: event.content!["msgtype"],
+                ...(file?.refused !== undefined ? { filesRefused: file.refused } : {}),
                 ...(event.origin_server_ts !== undefined ? { originServerTs: event.origin_server_ts } : {}),
                 ...(answered ? {} : untriggeredMetadata)
               },

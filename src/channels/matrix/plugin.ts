@@ -18,7 +18,7 @@ export default definePlugin({
     for (const { name, raw, routed } of connectionsOfKind(config, "matrix")) {
       // Decoded even when unrouted, so bad settings are reported either way.
       const settings = decodeMatrixSettings(name, raw)
-      if (routed) runtimes.push(makeMatrixRuntime({ name, settings, dataDir: path.resolve(config.dataDir) }))
+      if (routed) runtimes.push(makeMatrixRuntime({ name, settings, dataDir: path.resolve(config.dataDir), files: config.files }))
     }
     return runtimes
   }
