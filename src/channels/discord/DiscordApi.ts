@@ -11,6 +11,7 @@
  */
 import { type Duration, Effect, Schema } from "effect"
 import type { REST } from "discord.js"
+import { readCapped } from "../../files/download.js"
 
 export class DiscordApiError extends Schema.TaggedError<DiscordApiError>()("DiscordApiError", {
   operation: Schema.String,
@@ -116,30 +117,6 @@ const multipartOf = async (payload: unknown, file: UploadFile): Promise<{ readon
   form.append("files[0]", new Blob([file.bytes], { type: file.mimeType }), file.name)
   const encoded = new Response(form)
   return { body: new Uint8Array(await encoded.arrayBuffer()), contentType: encoded.headers.get("content-type") ?? "multipart/form-data" }
-}
-
-/** Reads a body up to `maxBytes`; past that it stops reading (the rest is never fetched) and answers undefined. */
-const readCapped = async (res: Response, maxBytes: number): Promise<Uint8Array | undefined> => {
-  const declared = Number(res.headers.get("content-length") ?? Number.NaN)
-  if (declared > maxBytes) {
-    await res.body?.cancel()
-    return undefined
-  }
-  if (res.body === null) return new Uint8Array()
-  const chunks: Array<Uint8Array> = []
-  let size = 0
-  const reader = res.body.getReader()
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > maxBytes) {
-      await reader.cancel()
-      return undefined
-    }
-    chunks.push(value)
-  }
-  return Buffer.concat(chunks)
 }
 
 /**

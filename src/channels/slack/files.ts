@@ -21,6 +21,7 @@ import type { FilesConfig } from "../../config/files.js"
 import type { RefusedFile } from "../../files/inbox.js"
 import { mimeTypeOf, refusalOf, safeName } from "../../files/names.js"
 import { SlackApiError, toSlackError } from "./SlackApi.js"
+import { readCapped } from "../../files/download.js"
 
 /** From the request to the last byte of one file a user sent. */
 const DOWNLOAD_TIMEOUT = Duration.seconds(60)
@@ -97,19 +98,6 @@ export const planDownloads = (files: ReadonlyArray<unknown>, limits: FilesConfig
     else fetch.push({ name, mimeType, url: url! })
   }
   return { fetch, refused }
-}
-
-/** Reads a response body up to `maxBytes`; a longer one is cut off (the stream cancelled) and `undefined`. */
-const readCapped = async (res: Response, maxBytes: number): Promise<Uint8Array | undefined> => {
-  if (res.body === null) return new Uint8Array()
-  const chunks: Array<Uint8Array> = []
-  let size = 0
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength
-    if (size > maxBytes) return undefined
-    chunks.push(chunk)
-  }
-  return new Uint8Array(Buffer.concat(chunks))
 }
 
 /** Why a download gave no file, in words for the agent (never the URL or the token). */

@@ -11,6 +11,7 @@
  */
 import { Effect, Schema } from "effect"
 import type { Api } from "grammy"
+import { readCapped } from "../../files/download.js"
 
 export class TelegramApiError extends Schema.TaggedError<TelegramApiError>()("TelegramApiError", {
   operation: Schema.String,
@@ -104,18 +105,6 @@ type GrammySignal = NonNullable<Parameters<Api["getMe"]>[0]>
 const MessageSent = Schema.Struct({ message_id: Schema.Number })
 const FileInfo = Schema.Struct({ file_path: Schema.String.pipe(Schema.pattern(/^[\w./-]{1,512}$/)), file_size: Schema.optional(Schema.Number) })
 
-/** Reads a response body up to `maxBytes`; a longer one is cut off and refused. */
-const readCapped = async (res: Response, maxBytes: number): Promise<Uint8Array | undefined> => {
-  if (res.body === null) return new Uint8Array()
-  const chunks: Array<Uint8Array> = []
-  let size = 0
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength
-    if (size > maxBytes) return undefined
-    chunks.push(chunk)
-  }
-  return new Uint8Array(Buffer.concat(chunks))
-}
 const Info = Schema.Struct({
   url: Schema.optionalWith(Schema.String, { default: () => "" }),
   pending_update_count: Schema.optionalWith(Schema.Number, { default: () => 0 }),
