@@ -5,15 +5,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { execFile } from "node:child_process"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { BIN, cleanEnv } from "../support/cli.js"
-import { tempDir } from "../support/db.js"
 import { type FakeDiscord, startDiscord } from "../support/discord.js"
 import { eventually } from "../support/eventually.js"
-import { killAllHosts, killHard, query, startHost, stopHost } from "./host-process.js"
+import { hostProject, killAllHosts, killHard, query, startHost, stopHost } from "./host-process.js"
 
 let dc: FakeDiscord
 beforeAll(async () => {
@@ -26,20 +22,15 @@ afterAll(async () => {
 
 const ada = { id: "800000000000000011", username: "ada" }
 
-const writeConfig = (dir: string) =>
-  fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
-    `dataDir: ${dir}`,
-    "workspaces: [{ id: main, agentCore: scripted }]",
-    "routes: [{ connection: dc, place: '*', workspace: main }]",
-    `connections: { dc: { kind: discord, tokenEnv: DISCORD_BOT_TOKEN, apiRoot: '${dc.apiRoot}' } }`,
-    "limits: { retryBaseMs: 10, runtimeReadyTimeoutMs: 20000 }"
-  ].join("\n") + "\n")
-
-/** The CLI, without blocking this process (the fake answers from it). */
-const runCli = (args: ReadonlyArray<string>, options: { cwd: string; env: Record<string, string> }) =>
-  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: options.cwd, env: { ...cleanEnv(), ...options.env }, timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
+/** The host's folder and pynchy.yaml (dataDir is the folder). */
+const projectOf = () =>
+  hostProject({
+    yaml: () => [
+      "workspaces: [{ id: main, agentCore: scripted }]",
+      "routes: [{ connection: dc, place: '*', workspace: main }]",
+      `connections: { dc: { kind: discord, tokenEnv: DISCORD_BOT_TOKEN, apiRoot: '${dc.apiRoot}' } }`,
+      "limits: { retryBaseMs: 10, runtimeReadyTimeoutMs: 20000 }"
+    ]
   })
 
 const start = (dir: string) => startHost(dir, { DISCORD_BOT_TOKEN: dc.token })
@@ -49,14 +40,13 @@ const awaitReply = (channelId: string, text: string) =>
 
 describe("Discord host process against the fake gateway", () => {
   it("a direct message is answered through a sandboxed turn; status shows the runtime ready and its cursor", async () => {
-    const dir = tempDir()
-    writeConfig(dir)
+    const { dir, cli } = projectOf()
     const host = await start(dir)
     try {
       dc.say({ channelId: "510000000000000001", author: ada, content: "hello from discord" })
       await awaitReply("510000000000000001", "hello from discord")
       const status = await Effect.runPromise(eventually(async () => {
-        const r = await runCli(["status"], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
+        const r = await cli(["status"])
         return /^runtime +dc \(discord\): ready/m.test(r.stdout) ? r.stdout : undefined
       }, { label: "status showing the runtime ready" }))
       assert.match(status, /^cursor +dc\/messages at \{"510000000000000001":"\d+"\}/m)
@@ -66,22 +56,19 @@ describe("Discord host process against the fake gateway", () => {
   })
 
   it("pynchy doctor probes the connection with GET /users/@me, and names the missing token", async () => {
-    const dir = tempDir()
-    writeConfig(dir)
-    const env = { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") }
-    const good = await runCli(["doctor"], { cwd: dir, env: { ...env, DISCORD_BOT_TOKEN: dc.token } })
+    const { cli } = projectOf()
+    const good = await cli(["doctor"], { env: { DISCORD_BOT_TOKEN: dc.token } })
     assert.match(good.stdout, /^ok +discord +dc: http:\/\/127\.0\.0\.1:\d+\/api answers as @pynchy$/m)
-    const wrong = await runCli(["doctor"], { cwd: dir, env: { ...env, DISCORD_BOT_TOKEN: "not-the-token" } })
+    const wrong = await cli(["doctor"], { env: { DISCORD_BOT_TOKEN: "not-the-token" } })
     assert.match(wrong.stdout, /^fail +discord +connections\.dc: discord users\/@me failed \(401.*reset it in the Developer Portal/m)
-    const missing = await runCli(["doctor"], { cwd: dir, env })
+    const missing = await cli(["doctor"])
     assert.match(missing.stdout, /^fail +discord +connections\.dc\.tokenEnv: DISCORD_BOT_TOKEN is not set/m)
     assert.strictEqual(missing.code, 1)
     assert.notInclude(good.stdout + good.stderr + wrong.stdout + wrong.stderr, dc.token)
   })
 
   it("killed with kill -9 mid-turn, each message gets exactly one visible reply (or an unknown delivery and a notice)", async () => {
-    const dir = tempDir()
-    writeConfig(dir)
+    const { dir } = projectOf()
     const db = path.join(dir, "pynchy.db")
     const place = "510000000000000002"
     const texts: Array<string> = []

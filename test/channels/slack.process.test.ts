@@ -6,15 +6,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { execFile } from "node:child_process"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { BIN, cleanEnv } from "../support/cli.js"
-import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
 import { type FakeSlack, startFakeSlack } from "../support/slack.js"
-import { awaitAllSent, killAllHosts, killHard, query, startHost, stopHost } from "./host-process.js"
+import { awaitAllSent, hostProject, killAllHosts, killHard, query, startHost, stopHost } from "./host-process.js"
 
 let slack: FakeSlack
 beforeAll(async () => {
@@ -25,36 +21,32 @@ afterAll(async () => {
   await slack.stop()
 })
 
-const writeConfig = (dir: string) =>
-  fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
-    `dataDir: ${dir}`,
-    "workspaces: [{ id: main, agentCore: scripted }]",
-    "routes: [{ connection: sl, place: '*', workspace: main }]",
-    `connections: { sl: { kind: slack, botTokenEnv: SLACK_BOT_TOKEN, appTokenEnv: SLACK_APP_TOKEN, apiUrl: '${slack.apiUrl}', maxBackoffMs: 500 } }`,
-    "limits: { retryBaseMs: 10, runtimeReadyTimeoutMs: 20000 }"
-  ].join("\n") + "\n")
+/** The host's folder and pynchy.yaml (dataDir is the folder). */
+const projectOf = () =>
+  hostProject({
+    yaml: () => [
+      "workspaces: [{ id: main, agentCore: scripted }]",
+      "routes: [{ connection: sl, place: '*', workspace: main }]",
+      `connections: { sl: { kind: slack, botTokenEnv: SLACK_BOT_TOKEN, appTokenEnv: SLACK_APP_TOKEN, apiUrl: '${slack.apiUrl}', maxBackoffMs: 500 } }`,
+      "limits: { retryBaseMs: 10, runtimeReadyTimeoutMs: 20000 }"
+    ]
+  })
 
 const tokens = () => ({ SLACK_BOT_TOKEN: slack.botToken, SLACK_APP_TOKEN: slack.appToken })
 const start = (dir: string) => startHost(dir, tokens())
-const runCli = (args: ReadonlyArray<string>, options: { cwd: string; env: Record<string, string> }) =>
-  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: options.cwd, env: { ...cleanEnv(), ...options.env }, timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
-  })
 const repliesTo = (channel: string, text: string) => slack.posted(channel).filter((p) => p.text === `echo: ${text}`).length
 const awaitReply = (channel: string, text: string) =>
   Effect.runPromise(eventually(() => (repliesTo(channel, text) > 0 ? true : undefined), { label: `the reply to '${text}'` }))
 
 describe("Slack host process against the fake Slack", () => {
   it("a DM is answered through a sandboxed turn; status shows the connection ready with its cursor", async () => {
-    const dir = tempDir()
-    writeConfig(dir)
+    const { dir, cli } = projectOf()
     const host = await start(dir)
     try {
       slack.say({ channel: "D7001", text: "hello from slack" })
       await awaitReply("D7001", "hello from slack")
       const status = await Effect.runPromise(eventually(async () => {
-        const r = await runCli(["status"], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
+        const r = await cli(["status"])
         return /^runtime +sl \(slack\): ready/m.test(r.stdout) ? r.stdout : undefined
       }, { label: "status showing the runtime ready" }))
       assert.match(status, /^cursor +sl\/events at \{"D7001":"\d+\.\d+"\} \(last event \d{4}-/m)
@@ -64,22 +56,19 @@ describe("Slack host process against the fake Slack", () => {
   })
 
   it("pynchy doctor probes auth.test and apps.connections.open, and names a missing token", async () => {
-    const dir = tempDir()
-    writeConfig(dir)
-    const env = { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") }
-    const good = await runCli(["doctor"], { cwd: dir, env: { ...env, ...tokens() } })
+    const { cli } = projectOf()
+    const good = await cli(["doctor"], { env: { ...tokens() } })
     assert.match(good.stdout, /^ok +slack +sl: http:\/\/127\.0\.0\.1:\d+\/api\/ answers as <@UBOT0001> in Fake Team \(Socket Mode\)$/m)
-    const missing = await runCli(["doctor"], { cwd: dir, env: { ...env, SLACK_BOT_TOKEN: slack.botToken } })
+    const missing = await cli(["doctor"], { env: { SLACK_BOT_TOKEN: slack.botToken } })
     assert.match(missing.stdout, /^fail +slack +connections\.sl\.appTokenEnv: SLACK_APP_TOKEN is not set/m)
     assert.strictEqual(missing.code, 1)
-    const refused = await runCli(["doctor"], { cwd: dir, env: { ...env, SLACK_BOT_TOKEN: "xoxb-wrong", SLACK_APP_TOKEN: slack.appToken } })
+    const refused = await cli(["doctor"], { env: { SLACK_BOT_TOKEN: "xoxb-wrong", SLACK_APP_TOKEN: slack.appToken } })
     assert.match(refused.stdout, /^fail +slack +connections\.sl: slack auth\.test failed \(invalid_auth\).*the bot token is refused/m)
     assert.notInclude(good.stdout + good.stderr + refused.stdout, slack.botToken)
   })
 
   it("killed with kill -9 mid-turn, each message gets exactly one visible reply (or an unknown delivery and a notice)", async () => {
-    const dir = tempDir()
-    writeConfig(dir)
+    const { dir } = projectOf()
     const db = path.join(dir, "pynchy.db")
     const texts: Array<string> = []
     for (let attempt = 0; attempt < 10; attempt++) {
@@ -116,8 +105,7 @@ describe("Slack host process against the fake Slack", () => {
   })
 
   it("a host that was down gets the events Slack held for it when it connects again, each answered once", async () => {
-    const dir = tempDir()
-    writeConfig(dir)
+    const { dir } = projectOf()
     const db = path.join(dir, "pynchy.db")
     let host = await start(dir)
     slack.say({ channel: "D7003", text: "first" })

@@ -7,15 +7,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
 import { freePort, startTelegram, type Telegram } from "../support/telegram.js"
-import { execFile } from "node:child_process"
-import { BIN, cleanEnv } from "../support/cli.js"
-import { awaitAllSent, killAllHosts, killHard, query, startHost, stopHost } from "./host-process.js"
+import { awaitAllSent, hostProject, killAllHosts, killHard, query, startHost, stopHost } from "./host-process.js"
 
 let tg: Telegram
 beforeAll(async () => {
@@ -27,25 +23,20 @@ afterAll(async () => {
 })
 
 
-const writeConfig = (dir: string, webhookPort?: number) =>
-  fs.writeFileSync(path.join(dir, "pynchy.yaml"), [
-    `dataDir: ${dir}`,
-    "workspaces: [{ id: main, agentCore: scripted }]",
-    "routes: [{ connection: tg, place: '*', workspace: main }]",
-    `connections: { tg: { kind: telegram, tokenEnv: TG_BOT_TOKEN, apiRoot: '${tg.apiRoot}', pollTimeoutSeconds: 2, maxBackoffMs: 500` +
-    (webhookPort === undefined ? "" : `, mode: webhook, webhook: { url: '${hookUrl(webhookPort)}', listen: { port: ${webhookPort} }, secretTokenEnv: TG_WEBHOOK_SECRET }`) +
-    " } }",
-    "limits: { retryBaseMs: 10, runtimeReadyTimeoutMs: 20000 }"
-  ].join("\n") + "\n")
+/** The host's folder and pynchy.yaml (dataDir is the folder). */
+const projectOf = (webhookPort?: number) =>
+  hostProject({
+    yaml: () => [
+      "workspaces: [{ id: main, agentCore: scripted }]",
+      "routes: [{ connection: tg, place: '*', workspace: main }]",
+      `connections: { tg: { kind: telegram, tokenEnv: TG_BOT_TOKEN, apiRoot: '${tg.apiRoot}', pollTimeoutSeconds: 2, maxBackoffMs: 500` +
+      (webhookPort === undefined ? "" : `, mode: webhook, webhook: { url: '${hookUrl(webhookPort)}', listen: { port: ${webhookPort} }, secretTokenEnv: TG_WEBHOOK_SECRET }`) +
+      " } }",
+      "limits: { retryBaseMs: 10, runtimeReadyTimeoutMs: 20000 }"
+    ]
+  })
 const hookUrl = (port: number) => `http://127.0.0.1:${port}/telegram/tg`
 const SECRET = "process-test-secret"
-
-/** The CLI, without blocking this process (the emulator answers from it). */
-const runCli = (args: ReadonlyArray<string>, options: { cwd: string; env: Record<string, string> }) =>
-  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: options.cwd, env: { ...cleanEnv(), ...options.env }, timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
-  })
 
 const start = (dir: string) => startHost(dir, { TG_BOT_TOKEN: tg.token, TG_WEBHOOK_SECRET: SECRET })
 const repliesTo = (chatId: number, text: string) => tg.sent(chatId).filter((t) => t === `echo: ${text}`).length
@@ -54,8 +45,7 @@ const awaitReply = (chatId: number, text: string) =>
 
 describe("Telegram host process against the emulator", () => {
   it("a direct message is answered through a sandboxed turn; status and the cursor show the connection", async () => {
-    const dir = tempDir()
-    writeConfig(dir)
+    const { dir, cli } = projectOf()
     const host = await start(dir)
     try {
       const ada = tg.user({ chatId: 7001 })
@@ -67,7 +57,7 @@ describe("Telegram host process against the emulator", () => {
       await Effect.runPromise(eventually(() => (query(db, "SELECT status FROM turns").map((t) => t.status).join() === "completed" ? true : undefined), { label: "the turn completed" }))
       // pynchy status: the runtime's readiness (live), its cursor and when its last event came.
       const status = await Effect.runPromise(eventually(async () => {
-        const r = await runCli(["status"], { cwd: dir, env: { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") } })
+        const r = await cli(["status"])
         return /^runtime +tg \(telegram\): ready/m.test(r.stdout) ? r.stdout : undefined
       }, { label: "status showing the runtime ready" }))
       assert.match(status, /^cursor +tg\/updates at \d+ \(last event \d{4}-/m)
@@ -77,20 +67,17 @@ describe("Telegram host process against the emulator", () => {
   })
 
   it("pynchy doctor probes the connection with getMe, and names the missing token", async () => {
-    const dir = tempDir()
-    writeConfig(dir)
-    const env = { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml") }
-    const good = await runCli(["doctor"], { cwd: dir, env: { ...env, TG_BOT_TOKEN: tg.token } })
+    const { cli } = projectOf()
+    const good = await cli(["doctor"], { env: { TG_BOT_TOKEN: tg.token } })
     assert.match(good.stdout, /^ok +telegram +tg: http:\/\/127\.0\.0\.1:\d+ answers as @TestNameBot; polling$/m)
-    const missing = await runCli(["doctor"], { cwd: dir, env })
+    const missing = await cli(["doctor"])
     assert.match(missing.stdout, /^fail +telegram +connections\.tg\.tokenEnv: TG_BOT_TOKEN is not set/m)
     assert.strictEqual(missing.code, 1)
     assert.notInclude(good.stdout + good.stderr, tg.token)
   })
 
   it("killed with kill -9 mid-turn, each message gets exactly one visible reply (or an unknown delivery and a notice)", async () => {
-    const dir = tempDir()
-    writeConfig(dir)
+    const { dir } = projectOf()
     const db = path.join(dir, "pynchy.db")
     const bo = tg.user({ chatId: 7002 })
     const texts: Array<string> = []
@@ -129,8 +116,7 @@ describe("Telegram host process against the emulator", () => {
   })
 
   it("a host that was down catches up from its offset: more than one getUpdates page, every message answered once", async () => {
-    const dir = tempDir()
-    writeConfig(dir)
+    const { dir } = projectOf()
     const db = path.join(dir, "pynchy.db")
     const cy = tg.user({ chatId: 7003 })
     let host = await start(dir)
@@ -152,19 +138,18 @@ describe("Telegram host process against the emulator", () => {
   })
 
   it("webhook mode: pynchy doctor says whether the webhook is registered, and names a missing secret", async () => {
-    const dir = tempDir()
     const port = await freePort()
-    writeConfig(dir, port)
-    const env = { PYNCHY_CONFIG: path.join(dir, "pynchy.yaml"), TG_BOT_TOKEN: tg.token }
-    const noSecret = await runCli(["doctor"], { cwd: dir, env })
+    const { dir, cli } = projectOf(port)
+    const env = { TG_BOT_TOKEN: tg.token }
+    const noSecret = await cli(["doctor"], { env })
     assert.match(noSecret.stdout, /^fail +telegram +connections\.tg\.webhook\.secretTokenEnv: TG_WEBHOOK_SECRET is not set/m)
     // Another test's webhook may be set: the check names what Telegram has.
     await fetch(`${tg.apiRoot}/bot${tg.token}/deleteWebhook`, { method: "POST" })
-    const before = await runCli(["doctor"], { cwd: dir, env: { ...env, TG_WEBHOOK_SECRET: SECRET } })
+    const before = await cli(["doctor"], { env: { ...env, TG_WEBHOOK_SECRET: SECRET } })
     assert.match(before.stdout, /^warn +telegram +tg: .* answers as @TestNameBot; webhook not registered \(Telegram has none; \d+ pending\)/m)
     const host = await start(dir)
     try {
-      const ok = await runCli(["doctor"], { cwd: dir, env: { ...env, TG_WEBHOOK_SECRET: SECRET } })
+      const ok = await cli(["doctor"], { env: { ...env, TG_WEBHOOK_SECRET: SECRET } })
       assert.match(ok.stdout, new RegExp(`^ok +telegram +tg: .* answers as @TestNameBot; webhook ${hookUrl(port).replace(/[.]/g, "\\.")} registered, 0 pending`, "m"))
       assert.notInclude(ok.stdout + ok.stderr, SECRET)
     } finally {
@@ -173,9 +158,8 @@ describe("Telegram host process against the emulator", () => {
   })
 
   it("webhook mode: killed with kill -9 while updates are posted (one request cut before its answer), each message is stored once and answered once", async () => {
-    const dir = tempDir()
     const port = await freePort()
-    writeConfig(dir, port)
+    const { dir } = projectOf(port)
     const db = path.join(dir, "pynchy.db")
     const ed = tg.user({ chatId: 7004 })
     let host = await start(dir)
