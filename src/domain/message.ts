@@ -84,18 +84,22 @@ const guardOf = (ast: SchemaAST.AST): ((u: unknown) => boolean) => {
     }
   }
 }
-const fieldGuards = new Map(Object.entries(InboundMessageFields.fields).map(([key, field]) =>
-  Schema.isSchema(field)
-    ? [key, { required: true, is: guardOf(SchemaAST.typeAST(field.ast)) }] as const
-    : [key, { required: false, is: guardOf(SchemaAST.typeAST((field as { readonly from: Schema.Schema.Any }).from.ast)) }] as const
-))
+const fieldGuards = new Map<string, { readonly required: boolean; readonly is: (u: unknown) => boolean }>(
+  Object.entries(InboundMessageFields.fields).map(([key, field]) =>
+    Schema.isSchema(field)
+      ? [key, { required: true, is: guardOf(SchemaAST.typeAST(field.ast)) }]
+      : [key, { required: false, is: guardOf(SchemaAST.typeAST((field as { readonly from: Schema.Schema.Any }).from.ast)) }]
+  )
+)
 const requiredFields = [...fieldGuards.values()].filter((g) => g.required).length
 
 /** True when the struct guard would be: a plain object whose own keys are all fields, every field valid. */
 const fieldsValid = (input: object): boolean | undefined => {
   let required = 0
   for (const key of Reflect.ownKeys(input)) {
-    const guard = typeof key === "string" ? fieldGuards.get(key) : undefined
+    // A symbol key is an unknown property too.
+    if (typeof key !== "string") return undefined
+    const guard = fieldGuards.get(key)
     if (guard === undefined) return undefined
     const value = (input as Record<string, unknown>)[key]
     if (guard.required) required++
