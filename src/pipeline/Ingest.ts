@@ -4,7 +4,7 @@ import { HostConfig } from "../config/HostConfig.js"
 import { type IngestRow, MessageStore } from "../db/MessageStore.js"
 import { InvalidInput, type NoRoute } from "../domain/errors.js"
 import { EventBus, type Publishable } from "../events/EventBus.js"
-import { type ConversationId, conversationIdOf, type WorkspaceId } from "../domain/ids.js"
+import { type ConversationId, conversationIdOf, conversationIdOfChecked, type WorkspaceId } from "../domain/ids.js"
 import { decodeInboundMessage, type InboundMessage, type Ingested } from "../domain/message.js"
 import { problemsOf } from "../domain/problems.js"
 import { type InboxResult, saveToInbox } from "../files/inbox.js"
@@ -152,7 +152,7 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
       bus.publish({ type: "message.no_route", conversationId: conversationIdOf(m.connection, m.place), connection: m.connection, place: m.place, providerEventId: m.providerEventId, disabled: e.disabled })
 
     const rowOf = (m: InboundMessage, workspace: WorkspaceId, inbox: InboxResult | undefined, traceParent: string): IngestRow => ({
-      conversationId: conversationIdOf(m.connection, m.place),
+      conversationId: conversationIdOfChecked(m.connection, m.place),
       connection: m.connection,
       place: m.place,
       workspace,
