@@ -41,13 +41,18 @@ export interface ImmediateSqliteClientConfig {
   readonly busyTimeout?: Duration.DurationInput | undefined
 }
 
-/** A bounded LRU of prepared statements (a Map keeps insertion order: a hit moves to the end). */
+/**
+ * A bounded LRU of prepared statements (a Map keeps insertion order: a hit moves to the end),
+ * recency kept to the millisecond: a hit already moved this millisecond stays where it is (a
+ * transaction's statements alternate hundreds of times a millisecond).
+ */
 const statementCache = (db: BetterDatabase, size: number, ttlMillis: number, now: () => number) => {
   const entries = new Map<string, { readonly statement: BetterStatement; used: number }>()
   return (sql: string): BetterStatement => {
     const at = now()
     const hit = entries.get(sql)
     if (hit !== undefined) {
+      if (hit.used === at) return hit.statement
       entries.delete(sql)
       if (at - hit.used <= ttlMillis) {
         hit.used = at

@@ -127,8 +127,9 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
       )
     }
 
+    // Ids the database assigned or holds are not validated again (a brand's check per row).
     const known = (receipt: { id: number; conv: string; f: string | null }): Known =>
-      ({ id: receipt.id, conversationId: ConversationId.make(receipt.conv), fingerprint: receipt.f ?? undefined, fresh: false })
+      ({ id: receipt.id, conversationId: ConversationId.make(receipt.conv, true), fingerprint: receipt.f ?? undefined, fresh: false })
 
     const writeBatch = function* (rows: ReadonlyArray<IngestRow>, now: number): Tx.Program<ReadonlyArray<Ingested>> {
       // What each event id stands for: its message and the fingerprint it was first written with.
@@ -151,7 +152,7 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
             // A missing fingerprint is stored as SQL NULL.
             if ((yield* Tx.run(insertReceipt, r.connection, r.providerEventId, id, r.fingerprint ?? null)) === 1) {
               seen.set(key, { id, conversationId: r.conversationId, fingerprint: r.fingerprint, fresh: true })
-              results.push({ messageId: MessageId.make(id), conversationId: r.conversationId, duplicate: false, conflict: false })
+              results.push({ messageId: MessageId.make(id, true), conversationId: r.conversationId, duplicate: false, conflict: false })
               continue
             }
             // Postgres only: a concurrent writer committed this event id first; its message stands.
@@ -163,7 +164,7 @@ export class MessageStore extends Context.Tag("pynchy/MessageStore")<MessageStor
         // Every other row of a known event id is a duplicate, or a conflict when both sides carry
         // a fingerprint and they differ.
         const conflict = r.fingerprint !== undefined && k.fingerprint !== undefined && r.fingerprint !== k.fingerprint
-        results.push({ messageId: MessageId.make(k.id), conversationId: k.conversationId, duplicate: true, conflict })
+        results.push({ messageId: MessageId.make(k.id, true), conversationId: k.conversationId, duplicate: true, conflict })
       }
       // Cursors advance for duplicates too: a replay after a crash still moves the position on.
       // A conflict writes nothing: its input is not the message it claims to be.

@@ -41,3 +41,10 @@ export type ExecutorId = typeof ExecutorId.Type
 
 export const conversationIdOf = (connection: string, place: string): ConversationId =>
   ConversationId.make(`${connection}:${place}`)
+
+/**
+ * `conversationIdOf` for a decoded inbound message's connection (a slug) and place (trimmed,
+ * 1-255 characters), which make a valid id by their own checks: not checked again (Ingest's hot path).
+ */
+export const conversationIdOfChecked = (connection: ConnectionName, place: string): ConversationId =>
+  ConversationId.make(`${connection}:${place}`, true)

@@ -4,7 +4,7 @@ import { HostConfig } from "../config/HostConfig.js"
 import { type IngestRow, MessageStore } from "../db/MessageStore.js"
 import { InvalidInput, type NoRoute } from "../domain/errors.js"
 import { EventBus, type Publishable } from "../events/EventBus.js"
-import { conversationIdOf, type WorkspaceId } from "../domain/ids.js"
+import { type ConversationId, conversationIdOf, conversationIdOfChecked, type WorkspaceId } from "../domain/ids.js"
 import { decodeInboundMessage, type InboundMessage, type Ingested } from "../domain/message.js"
 import { problemsOf } from "../domain/problems.js"
 import { type InboxResult, saveToInbox } from "../files/inbox.js"
@@ -18,10 +18,22 @@ import { Workspaces } from "./Workspaces.js"
 /** Most rows one group commit writes: bounds the time one transaction holds the connection. */
 const MAX_BATCH = 256
 
-interface Pending {
-  readonly row: IngestRow
-  readonly resume: (exit: Exit.Exit<Ingested>) => void
+/** One caller's rows in the group commit: how many a batch has taken, and where their outcomes go. */
+interface Burst {
+  readonly rows: ReadonlyArray<IngestRow>
+  readonly exits: Array<Exit.Exit<Ingested>>
+  taken: number
+  left: number
+  readonly resume: (exits: ReadonlyArray<Exit.Exit<Ingested>>) => void
 }
+
+const settle = (burst: Burst, k: number, exit: Exit.Exit<Ingested>) => {
+  burst.exits[k] = exit
+  if (--burst.left === 0) burst.resume(burst.exits)
+}
+
+/** A message without metadata stores `{}`: one shared, never-written record rather than one per row. */
+const NO_METADATA: Record<string, unknown> = Object.freeze({})
 
 // Every inbound message starts a trace of its own (its context is stored with it): a root span,
 // whatever span the channel ingests it from. No stack capture: this is the hot path.
@@ -81,30 +93,35 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
 
     // Group commit: whatever is waiting when the writer comes round shares one transaction, and
     // every caller is resumed after that commit. One caller alone commits at once. This is the
-    // hot path: a plain array and a latch rather than a queue and a deferred per message.
-    let waiting: Array<Pending> = []
+    // hot path: a plain array of bursts and a latch rather than a queue and a deferred per message.
+    const waiting: Array<Burst> = []
     const wake = yield* Effect.makeLatch(false)
 
-    const writeBatch = (items: ReadonlyArray<Pending>) =>
+    // `owners[i]` holds `rows[i]` as its row `at[i]`.
+    const writeBatch = (rows: ReadonlyArray<IngestRow>, owners: ReadonlyArray<Burst>, at: ReadonlyArray<number>) =>
       Effect.gen(function* () {
-        const results = yield* Effect.exit(store.ingestBatch(items.map((p) => p.row)))
+        const results = yield* Effect.exit(store.ingestBatch(rows))
         if (Exit.isFailure(results)) {
-          for (const p of items) p.resume(Exit.failCause(results.cause))
+          const failed = Exit.failCause(results.cause)
+          owners.forEach((b, i) => settle(b, at[i]!, failed))
           return
         }
         const published: Array<CommittedInbound> = []
         const events: Array<Publishable> = []
+        const fresh = new Set<ConversationId>()
         results.value.forEach((r, i) => {
-          const { connection, place, providerEventId, workspace } = items[i]!.row
-          if (!r.duplicate) published.push({ conversationId: r.conversationId, messageId: r.messageId, sender: items[i]!.row.sender, text: items[i]!.row.text })
+          const { connection, place, providerEventId, workspace, sender, text } = rows[i]!
+          if (!r.duplicate) {
+            published.push({ conversationId: r.conversationId, messageId: r.messageId, sender, text })
+            fresh.add(r.conversationId)
+          }
           events.push(r.duplicate
             ? { type: "message.deduplicated", messageId: r.messageId, conversationId: r.conversationId, connection, place, providerEventId, conflict: r.conflict === true }
             : { type: "message.ingested", messageId: r.messageId, conversationId: r.conversationId, workspace, connection, place, providerEventId })
         })
         yield* bus.publishAll(events)
         yield* committed.publish(published)
-        items.forEach((p, i) => p.resume(Exit.succeed(results.value[i]!)))
-        const fresh = new Set(published.map((m) => m.conversationId))
+        results.value.forEach((r, i) => settle(owners[i]!, at[i]!, Exit.succeed(r)))
         yield* Effect.forEach(fresh, signals.signal, { discard: true })
       })
 
@@ -112,19 +129,30 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
       yield* wake.await
       yield* wake.close
       while (waiting.length > 0) {
-        const batch = waiting.length <= MAX_BATCH ? waiting : waiting.slice(0, MAX_BATCH)
-        waiting = waiting.length <= MAX_BATCH ? [] : waiting.slice(MAX_BATCH)
-        yield* writeBatch(batch)
+        // Up to MAX_BATCH rows, in the order they came; a burst may span two batches.
+        const rows: Array<IngestRow> = []
+        const owners: Array<Burst> = []
+        const at: Array<number> = []
+        while (rows.length < MAX_BATCH && waiting.length > 0) {
+          const burst = waiting[0]!
+          const end = Math.min(burst.rows.length, burst.taken + MAX_BATCH - rows.length)
+          for (let k = burst.taken; k < end; k++) {
+            rows.push(burst.rows[k]!)
+            owners.push(burst)
+            at.push(k)
+          }
+          burst.taken = end
+          if (end === burst.rows.length) waiting.shift()
+        }
+        yield* writeBatch(rows, owners, at)
       }
     })))
 
-    const routed = (m: InboundMessage) =>
-      workspaces.route(m.connection, m.place).pipe(Effect.tapError((e) =>
-        bus.publish({ type: "message.no_route", conversationId: conversationIdOf(m.connection, m.place), connection: m.connection, place: m.place, providerEventId: m.providerEventId, disabled: e.disabled })
-      ))
+    const noRoute = (m: InboundMessage, e: NoRoute) =>
+      bus.publish({ type: "message.no_route", conversationId: conversationIdOf(m.connection, m.place), connection: m.connection, place: m.place, providerEventId: m.providerEventId, disabled: e.disabled })
 
     const rowOf = (m: InboundMessage, workspace: WorkspaceId, inbox: InboxResult | undefined, traceParent: string): IngestRow => ({
-      conversationId: conversationIdOf(m.connection, m.place),
+      conversationId: conversationIdOfChecked(m.connection, m.place),
       connection: m.connection,
       place: m.place,
       workspace,
@@ -132,7 +160,7 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
       sender: m.sender,
       text: m.text,
       // A channel may have refused files itself (not downloaded): those stay named.
-      metadata: inbox === undefined ? m.metadata ?? {} : {
+      metadata: inbox === undefined ? m.metadata ?? NO_METADATA : {
         ...m.metadata,
         files: inbox.files,
         filesRefused: [...(Array.isArray(m.metadata?.filesRefused) ? m.metadata.filesRefused : []), ...inbox.refused]
@@ -146,17 +174,7 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
     // Committed rows are durable whether or not the caller still waits: no canceller.
     const commitAll = (rows: ReadonlyArray<IngestRow>) =>
       Effect.async<ReadonlyArray<Exit.Exit<Ingested>>>((resume) => {
-        const exits: Array<Exit.Exit<Ingested>> = new Array(rows.length)
-        let left = rows.length
-        rows.forEach((row, k) =>
-          waiting.push({
-            row,
-            resume: (exit) => {
-              exits[k] = exit
-              if (--left === 0) resume(Effect.succeed(exits))
-            }
-          })
-        )
+        waiting.push({ rows, exits: new Array(rows.length), taken: 0, left: rows.length, resume: (exits) => resume(Effect.succeed(exits)) })
         wake.unsafeOpen()
       })
 
@@ -184,8 +202,9 @@ export class Ingest extends Context.Tag("pynchy/Ingest")<Ingest, Ingest.Service>
             continue
           }
           const m = decoded.right
-          const route = yield* Effect.either(routed(m))
+          const route = workspaces.route(m.connection, m.place)
           if (Either.isLeft(route)) {
+            yield* noRoute(m, route.left)
             refuse(i, route.left)
             continue
           }

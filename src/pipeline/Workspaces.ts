@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Either, Layer, Option } from "effect"
 import { HostConfig } from "../config/HostConfig.js"
 import { WorkspaceStore } from "../db/WorkspaceStore.js"
 import { NoRoute } from "../domain/errors.js"
@@ -19,7 +19,8 @@ export declare namespace Workspaces {
     readonly list: Effect.Effect<ReadonlyArray<Workspace>>
     /** Durable: survives a restart. A config workspace of the same id still wins. */
     readonly register: (workspace: Workspace) => Effect.Effect<void>
-    readonly route: (connection: ConnectionName, place: string) => Effect.Effect<Route, NoRoute>
+    /** Synchronous (routes are config): Ingest routes a burst's payloads in one loop. */
+    readonly route: (connection: ConnectionName, place: string) => Either.Either<Route, NoRoute>
     readonly routesOf: (connection: string) => ReadonlyArray<Route>
   }
 }
@@ -41,8 +42,8 @@ export class Workspaces extends Context.Tag("pynchy/Workspaces")<Workspaces, Wor
       register: store.register,
       route: (connection, place) =>
         Option.match(resolveRoute(config.routes, connection, place), {
-          onNone: () => Effect.fail(new NoRoute({ connection, place, disabled: config.routes.some((r) => !r.enabled && r.connection === connection && (r.place === place || r.place === "*")) })),
-          onSome: Effect.succeed
+          onNone: () => Either.left(new NoRoute({ connection, place, disabled: config.routes.some((r) => !r.enabled && r.connection === connection && (r.place === place || r.place === "*")) })),
+          onSome: Either.right
         }),
       routesOf: (connection) => config.routes.filter((r) => r.enabled && r.connection === connection)
     })

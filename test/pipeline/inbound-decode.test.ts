@@ -6,6 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Either, FastCheck as fc, Schema } from "effect"
+import { conversationIdOf, conversationIdOfChecked } from "../../src/domain/ids.js"
 import { decodeInboundMessage, InboundMessageInput } from "../../src/domain/message.js"
 import { problemsOf } from "../../src/domain/problems.js"
 
@@ -36,6 +37,9 @@ describe("decodeInboundMessage: the guard accepts what decoding accepts", () => 
   it.prop("valid payloads", [valid], ([u]) => {
     assert.isTrue(Either.isRight(decodeFully(u)), "the arbitrary made a valid payload")
     agree(u)
+    // Ingest builds a decoded payload's conversation id unchecked: the checked one must accept it.
+    const d = Either.getOrThrow(decodeInboundMessage(u))
+    assert.strictEqual(conversationIdOfChecked(d.connection, d.place), conversationIdOf(d.connection, d.place))
   }, { fastCheck: { numRuns: 500 } })
   it.prop("payloads with one property broken or one unknown property", [broken], ([u]) => agree(u), { fastCheck: { numRuns: 1_000 } })
   it.prop("arbitrary values", [fc.anything()], ([u]) => agree(u), { fastCheck: { numRuns: 500 } })
