@@ -5,6 +5,8 @@
  * same Client options, a raw MESSAGE_CREATE answered with one REST post) on the same fake,
  * measured before and after the host in the same run; the difference is the host's share
  * (runtime queue, durable ingest, turn, delivery row and part claim, send).
+ * The same host then runs with 50 ms between messages, and that run is broken down by stage
+ * from the host's own spans, wall time against CPU (channel-stages.ts; README, Session 9).
  */
 import { Client, Events, GatewayIntentBits } from "discord.js"
 import { Effect, Either, Exit, Layer, Scope } from "effect"

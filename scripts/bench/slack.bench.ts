@@ -5,6 +5,8 @@
  * Baseline: a bare bolt app in Socket Mode (`app.message` → `say`) on the same fake, measured
  * before and after the host in the same run; the difference is the host's share (runtime,
  * durable ingest before the ack, turn, delivery row and part claim, send).
+ * The same host then runs with 50 ms between messages, and that run is broken down by stage
+ * from the host's own spans, wall time against CPU (channel-stages.ts; README, Session 9).
  */
 import { App, LogLevel } from "@slack/bolt"
 import { Effect, Either, Exit, Layer, Scope } from "effect"

@@ -4,6 +4,8 @@
  * stops when the emulator stores the bot's answer. Baseline: a bare grammy bot (long polling,
  * `ctx.reply`) on the same emulator, measured before and after the host in the same run; the
  * difference is the host's share (runtime, durable ingest, turn, delivery row and part claim, send).
+ * The same host then runs with 50 ms between messages, and that run is broken down by stage
+ * from the host's own spans, wall time against CPU (channel-stages.ts; README, Session 9).
  */
 import { Effect, Either, Exit, Layer, Scope } from "effect"
 import { Bot } from "grammy"
