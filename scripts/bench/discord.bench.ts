@@ -5,6 +5,8 @@
  * same Client options, a raw MESSAGE_CREATE answered with one REST post) on the same fake,
  * measured before and after the host in the same run; the difference is the host's share
  * (runtime queue, durable ingest, turn, delivery row and part claim, send).
+ * The same host then runs with 50 ms between messages, and that run is broken down by stage
+ * from the host's own spans, wall time against CPU (channel-stages.ts; README, Session 9).
  */
 import { Client, Events, GatewayIntentBits } from "discord.js"
 import { Effect, Either, Exit, Layer, Scope } from "effect"
@@ -16,7 +18,7 @@ import { decodeDiscordSettings } from "../../src/channels/discord/settings.js"
 import { decodeConfig } from "../../src/config/HostConfig.js"
 import { tempDir } from "../../test/support/db.js"
 import { type FakeDiscord, startDiscord } from "../../test/support/discord.js"
-import { median } from "./stats.js"
+import { channelRows, loadNow, pipelineAlone, type Rounds, runRounds, spanRecorder, SPACED_MS } from "./channel-stages.js"
 import type { Row } from "./types.js"
 
 const WARMUP = 5
@@ -24,9 +26,8 @@ const ROUNDS = 40
 const user = { id: "800000000000000077", username: "bench" }
 
 /** Sequential round trips in one channel: `<label> <i>` said, timed until the bot's `echo: <label> <i>` is stored. */
-const roundTrips = async (dc: FakeDiscord, channelId: string, label: string) => {
-  const times: Array<number> = []
-  for (let i = 0; i < WARMUP + ROUNDS; i++) {
+const roundTrips = (dc: FakeDiscord, channelId: string, label: string, options?: { readonly tick?: () => void; readonly gapMs?: number }) =>
+  runRounds(WARMUP, ROUNDS, async (i) => {
     const text = `${label} ${i}`
     let stop!: () => void
     const seen = new Promise<void>((resolve) => {
@@ -34,14 +35,12 @@ const roundTrips = async (dc: FakeDiscord, channelId: string, label: string) => 
         if (m.channel_id === channelId && m.content === `echo: ${text}`) resolve()
       })
     })
-    const t0 = performance.now()
+    const sent = performance.now()
     dc.say({ channelId, author: user, content: text })
     await seen
     stop()
-    if (i >= WARMUP) times.push(performance.now() - t0)
-  }
-  return median(times)
-}
+    return { sent, received: dc.postTimes().at(-1)!.at, seen: performance.now() }
+  }, options)
 
 const bareBot = async (dc: FakeDiscord, channelId: string, label: string) => {
   const client = new Client({
@@ -64,7 +63,7 @@ const bareBot = async (dc: FakeDiscord, channelId: string, label: string) => {
 export default async function (): Promise<Array<Row>> {
   const dc = await startDiscord()
   try {
-    const rawBefore = await bareBot(dc, "520000000000000001", "raw a")
+    const bareBefore = await bareBot(dc, "520000000000000001", "raw a")
 
     const dir = tempDir()
     fs.writeFileSync(path.join(dir, "dc.token"), dc.token, { mode: 0o600 })
@@ -79,20 +78,30 @@ export default async function (): Promise<Array<Row>> {
       settings: decodeDiscordSettings("dc", { kind: "discord", tokenFile: "dc.token", apiRoot: dc.apiRoot }),
       dataDir: dir
     })
+    const recorder = spanRecorder()
     const scope = Effect.runSync(Scope.make())
-    await Effect.runPromise(Layer.buildWithScope(makeTestHost(config, { databaseFile: path.join(dir, "pynchy.db"), runtimes: [{ plugin: "discord", value: runtime }] }), scope))
-    let hostP50: number
+    await Effect.runPromise(Layer.buildWithScope(Layer.provide(makeTestHost(config, { databaseFile: path.join(dir, "pynchy.db"), runtimes: [{ plugin: "discord", value: runtime }] }), recorder.layer), scope))
+    const load = loadNow()
+    let host: Rounds
+    let spaced: Rounds
     try {
-      hostP50 = await roundTrips(dc, "520000000000000002", "host")
+      host = await roundTrips(dc, "520000000000000002", "host")
+      spaced = await roundTrips(dc, "520000000000000002", "spaced", { tick: recorder.tick, gapMs: SPACED_MS })
     } finally {
       await Effect.runPromise(Scope.close(scope, Exit.void))
     }
-    // The box drifts: the lower of the two baseline runs is the floor.
-    const rawP50 = Math.min(rawBefore, await bareBot(dc, "520000000000000003", "raw b"))
-    return [
-      { name: "discord message in → reply stored by the fake, p50 (scripted core)", value: hostP50, unit: "ms", baseline: { name: "bare discord.js bot, same fake", value: rawP50 } },
-      { name: "host's share of the round trip (difference of p50s)", value: Math.max(0, hostP50 - rawP50), unit: "ms" }
-    ]
+    // The box drifts: the bare bot runs before and after the host, and the lower p50 is the floor.
+    const bareAfter = await bareBot(dc, "520000000000000003", "raw b")
+    return channelRows({
+      what: "discord message in → reply stored by the fake",
+      bare: "bare discord.js bot, same fake",
+      host,
+      spaced,
+      alone: await pipelineAlone(WARMUP, ROUNDS, SPACED_MS),
+      bareRuns: [bareBefore, bareAfter],
+      recorder,
+      load
+    })
   } finally {
     await dc.stop()
   }

@@ -5,6 +5,8 @@
  * Baseline: a bare bolt app in Socket Mode (`app.message` → `say`) on the same fake, measured
  * before and after the host in the same run; the difference is the host's share (runtime,
  * durable ingest before the ack, turn, delivery row and part claim, send).
+ * The same host then runs with 50 ms between messages, and that run is broken down by stage
+ * from the host's own spans, wall time against CPU (channel-stages.ts; README, Session 9).
  */
 import { App, LogLevel } from "@slack/bolt"
 import { Effect, Either, Exit, Layer, Scope } from "effect"
@@ -15,25 +17,22 @@ import { makeSlackRuntime } from "../../src/channels/slack/SlackRuntime.js"
 import { decodeConfig } from "../../src/config/HostConfig.js"
 import { tempDir } from "../../test/support/db.js"
 import { type FakeSlack, startFakeSlack } from "../../test/support/slack.js"
-import { median } from "./stats.js"
+import { channelRows, loadNow, pipelineAlone, type Rounds, runRounds, spanRecorder, SPACED_MS } from "./channel-stages.js"
 import type { Row } from "./types.js"
 
 const WARMUP = 5
 const ROUNDS = 40
 
 /** Sequential round trips in one DM: `<label> <i>` sent, timed until `echo: <label> <i>` is posted. */
-const roundTrips = async (slack: FakeSlack, channel: string, label: string) => {
-  const times: Array<number> = []
-  for (let i = 0; i < WARMUP + ROUNDS; i++) {
+const roundTrips = (slack: FakeSlack, channel: string, label: string, options?: { readonly tick?: () => void; readonly gapMs?: number }) =>
+  runRounds(WARMUP, ROUNDS, async (i) => {
     const text = `${label} ${i}`
     const seen = slack.awaitPost(channel, `echo: ${text}`)
-    const t0 = performance.now()
+    const sent = performance.now()
     slack.say({ channel, text })
     await seen
-    if (i >= WARMUP) times.push(performance.now() - t0)
-  }
-  return median(times)
-}
+    return { sent, received: slack.callTimes("chat.postMessage").at(-1)!.at, seen: performance.now() }
+  }, options)
 
 const bareApp = async (slack: FakeSlack, channel: string, label: string) => {
   const clientOptions = { slackApiUrl: slack.apiUrl }
@@ -54,7 +53,7 @@ export default async function (): Promise<Array<Row>> {
   process.env["PYNCHY_BENCH_SLACK_BOT"] = slack.botToken
   process.env["PYNCHY_BENCH_SLACK_APP"] = slack.appToken
   try {
-    const rawBefore = await bareApp(slack, "D9001", "raw a")
+    const bareBefore = await bareApp(slack, "D9001", "raw a")
     const dir = tempDir()
     const config = Either.getOrThrow(decodeConfig({
       dataDir: dir,
@@ -66,20 +65,30 @@ export default async function (): Promise<Array<Row>> {
       name: "sl",
       settings: decodeSlackSettings("sl", { kind: "slack", botTokenEnv: "PYNCHY_BENCH_SLACK_BOT", appTokenEnv: "PYNCHY_BENCH_SLACK_APP", apiUrl: slack.apiUrl })
     })
+    const recorder = spanRecorder()
     const scope = Effect.runSync(Scope.make())
-    await Effect.runPromise(Layer.buildWithScope(makeTestHost(config, { databaseFile: path.join(dir, "pynchy.db"), runtimes: [{ plugin: "slack", value: runtime }] }), scope))
-    let hostP50: number
+    await Effect.runPromise(Layer.buildWithScope(Layer.provide(makeTestHost(config, { databaseFile: path.join(dir, "pynchy.db"), runtimes: [{ plugin: "slack", value: runtime }] }), recorder.layer), scope))
+    const load = loadNow()
+    let host: Rounds
+    let spaced: Rounds
     try {
-      hostP50 = await roundTrips(slack, "D9002", "host")
+      host = await roundTrips(slack, "D9002", "host")
+      spaced = await roundTrips(slack, "D9002", "spaced", { tick: recorder.tick, gapMs: SPACED_MS })
     } finally {
       await Effect.runPromise(Scope.close(scope, Exit.void))
     }
-    // The box drifts: the lower of the two baseline runs is the floor.
-    const rawP50 = Math.min(rawBefore, await bareApp(slack, "D9003", "raw b"))
-    return [
-      { name: "slack message in → reply posted to the fake Web API, p50 (scripted core)", value: hostP50, unit: "ms", baseline: { name: "bare bolt app in Socket Mode, same fake", value: rawP50 } },
-      { name: "host's share of the round trip (difference of p50s)", value: Math.max(0, hostP50 - rawP50), unit: "ms" }
-    ]
+    // The box drifts: the bare app runs before and after the host, and the lower p50 is the floor.
+    const bareAfter = await bareApp(slack, "D9003", "raw b")
+    return channelRows({
+      what: "slack message in → reply posted to the fake Web API",
+      bare: "bare bolt app in Socket Mode, same fake",
+      host,
+      spaced,
+      alone: await pipelineAlone(WARMUP, ROUNDS, SPACED_MS),
+      bareRuns: [bareBefore, bareAfter],
+      recorder,
+      load
+    })
   } finally {
     await slack.stop()
   }

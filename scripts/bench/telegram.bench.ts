@@ -4,6 +4,8 @@
  * stops when the emulator stores the bot's answer. Baseline: a bare grammy bot (long polling,
  * `ctx.reply`) on the same emulator, measured before and after the host in the same run; the
  * difference is the host's share (runtime, durable ingest, turn, delivery row and part claim, send).
+ * The same host then runs with 50 ms between messages, and that run is broken down by stage
+ * from the host's own spans, wall time against CPU (channel-stages.ts; README, Session 9).
  */
 import { Effect, Either, Exit, Layer, Scope } from "effect"
 import { Bot } from "grammy"
@@ -13,7 +15,7 @@ import { makeTelegramRuntime } from "../../src/channels/telegram/TelegramRuntime
 import { decodeConfig } from "../../src/config/HostConfig.js"
 import { tempDir } from "../../test/support/db.js"
 import { startTelegram, type Telegram } from "../../test/support/telegram.js"
-import { median } from "./stats.js"
+import { channelRows, loadNow, pipelineAlone, type Rounds, runRounds, spanRecorder, SPACED_MS } from "./channel-stages.js"
 import type { Row } from "./types.js"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -22,10 +24,9 @@ const WARMUP = 5
 const ROUNDS = 40
 
 /** Sequential round trips in one chat: `<label> <i>` sent, timed until the bot's `echo: <label> <i>` is stored. */
-const roundTrips = async (tg: Telegram, chatId: number, label: string) => {
+const roundTrips = (tg: Telegram, chatId: number, label: string, options?: { readonly tick?: () => void; readonly gapMs?: number }) => {
   const user = tg.user({ chatId })
-  const times: Array<number> = []
-  for (let i = 0; i < WARMUP + ROUNDS; i++) {
+  return runRounds(WARMUP, ROUNDS, async (i) => {
     const text = `${label} ${i}`
     const seen = new Promise<void>((resolve) => {
       const check = () => {
@@ -36,12 +37,11 @@ const roundTrips = async (tg: Telegram, chatId: number, label: string) => {
       }
       tg.server.on("AddedBotMessage", check)
     })
-    const t0 = performance.now()
+    const sent = performance.now()
     await user.say(text)
     await seen
-    if (i >= WARMUP) times.push(performance.now() - t0)
-  }
-  return median(times)
+    return { sent, received: tg.callTimes("sendMessage").at(-1)!.at, seen: performance.now() }
+  }, options)
 }
 
 const bareBot = async (tg: Telegram, chatId: number, label: string) => {
@@ -59,7 +59,7 @@ const bareBot = async (tg: Telegram, chatId: number, label: string) => {
 export default async function (): Promise<Array<Row>> {
   const tg = await startTelegram()
   try {
-    const rawBefore = await bareBot(tg, 9001, "raw a")
+    const bareBefore = await bareBot(tg, 9001, "raw a")
 
     const dir = tempDir()
     fs.writeFileSync(path.join(dir, "tg.token"), tg.token, { mode: 0o600 })
@@ -74,20 +74,30 @@ export default async function (): Promise<Array<Row>> {
       settings: decodeTelegramSettings("tg", { kind: "telegram", tokenFile: "tg.token", apiRoot: tg.apiRoot }),
       dataDir: dir
     })
+    const recorder = spanRecorder()
     const scope = Effect.runSync(Scope.make())
-    await Effect.runPromise(Layer.buildWithScope(makeTestHost(config, { databaseFile: path.join(dir, "pynchy.db"), runtimes: [{ plugin: "telegram", value: runtime }] }), scope))
-    let hostP50: number
+    await Effect.runPromise(Layer.buildWithScope(Layer.provide(makeTestHost(config, { databaseFile: path.join(dir, "pynchy.db"), runtimes: [{ plugin: "telegram", value: runtime }] }), recorder.layer), scope))
+    const load = loadNow()
+    let host: Rounds
+    let spaced: Rounds
     try {
-      hostP50 = await roundTrips(tg, 9002, "host")
+      host = await roundTrips(tg, 9002, "host")
+      spaced = await roundTrips(tg, 9002, "spaced", { tick: recorder.tick, gapMs: SPACED_MS })
     } finally {
       await Effect.runPromise(Scope.close(scope, Exit.void))
     }
-    // The box drifts: the lower of the two baseline runs is the floor.
-    const rawP50 = Math.min(rawBefore, await bareBot(tg, 9003, "raw b"))
-    return [
-      { name: "telegram message in → reply stored by the emulator, p50 (scripted core)", value: hostP50, unit: "ms", baseline: { name: "bare grammy bot, same emulator", value: rawP50 } },
-      { name: "host's share of the round trip (difference of p50s)", value: Math.max(0, hostP50 - rawP50), unit: "ms" }
-    ]
+    // The box drifts: the bare bot runs before and after the host, and the lower p50 is the floor.
+    const bareAfter = await bareBot(tg, 9003, "raw b")
+    return channelRows({
+      what: "telegram message in → reply stored by the emulator",
+      bare: "bare grammy bot, same emulator",
+      host,
+      spaced,
+      alone: await pipelineAlone(WARMUP, ROUNDS, SPACED_MS),
+      bareRuns: [bareBefore, bareAfter],
+      recorder,
+      load
+    })
   } finally {
     await tg.stop()
   }

@@ -40,6 +40,7 @@ import { mimeTypeOf, refusalOf, safeName } from "../../files/names.js"
 import { type Channel, type OutboundDelivery, type ProgressEvent, SendOutcomeUnknown } from "../../pipeline/channel-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
 import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
+import { keepTyping } from "../typing.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import * as DiscordApi from "./DiscordApi.js"
 import { toDiscordMarkdown } from "./markdown.js"
@@ -175,7 +176,7 @@ export const makeDiscordRuntime = (options: DiscordRuntimeOptions): NativeConnec
       const typingIn = yield* FiberMap.make<string>()
       const progress = (event: ProgressEvent) =>
         event.type === "started"
-          ? FiberMap.run(typingIn, event.place, api.typing(event.place).pipe(Effect.ignore, Effect.repeat(Schedule.spaced(TYPING_RENEW))))
+          ? FiberMap.run(typingIn, event.place, keepTyping(api.typing(event.place), TYPING_RENEW))
           : event.type === "ended" ? FiberMap.remove(typingIn, event.place) : Effect.void
       const runtime = yield* Effect.runtime<DeliveryStore>()
       const channel: Channel = {

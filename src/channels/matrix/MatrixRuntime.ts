@@ -40,6 +40,7 @@ import type { Channel, OutboundAudio, OutboundDelivery, OutboundFile, ProgressEv
 import type { IngestMessageInput } from "../../runtimes/connection-runtime-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
 import { sendInParts } from "../parts.js"
+import { keepTyping } from "../typing.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import { formattedContent } from "./html.js"
 import * as MatrixApi from "./MatrixApi.js"
@@ -184,7 +185,7 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnecti
         Effect.gen(function* () {
           if (event.type === "delta") return
           if (event.type === "started") {
-            yield* FiberMap.run(typingIn, event.place, typing(true, event.place).pipe(Effect.repeat(Schedule.spaced(TYPING_RENEW))))
+            yield* FiberMap.run(typingIn, event.place, keepTyping(typing(true, event.place), TYPING_RENEW))
           } else {
             yield* FiberMap.remove(typingIn, event.place)
             yield* typing(false, event.place)

@@ -45,6 +45,7 @@ import { type Channel, type OutboundDelivery, type ProgressEvent, SendOutcomeUnk
 import type { IngestMessageInput } from "../../runtimes/connection-runtime-contract.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
 import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
+import { keepTyping } from "../typing.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import { toMarkdownV2 } from "./markdown-v2.js"
 import type { TelegramSettings, TelegramWebhookSettings } from "./settings.js"
@@ -152,7 +153,7 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
       const typingIn = yield* FiberMap.make<string>()
       const progress = (event: ProgressEvent) =>
         event.type === "started"
-          ? FiberMap.run(typingIn, event.place, api.sendChatAction(event.place, "typing").pipe(Effect.ignore, Effect.repeat(Schedule.spaced(TYPING_RENEW))))
+          ? FiberMap.run(typingIn, event.place, keepTyping(api.sendChatAction(event.place, "typing"), TYPING_RENEW))
           : event.type === "ended" ? FiberMap.remove(typingIn, event.place) : Effect.void
       // The channel contract is Promise-facing: its calls run in the host's runtime.
       const runtime = yield* Effect.runtime<DeliveryStore>()
