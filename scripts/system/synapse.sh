@@ -65,6 +65,8 @@ rc_joins:
 rc_invites:
   per_room: { per_second: 1000, burst_count: 1000 }
   per_user: { per_second: 1000, burst_count: 1000 }
+rc_room_creation: { per_second: 1000, burst_count: 1000 }
+rc_media_create: { per_second: 1000, burst_count: 1000 }
 EOF
   cat >"$data/log.config" <<'EOF'
 version: 1
