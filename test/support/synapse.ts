@@ -50,6 +50,8 @@ const call = async (baseUrl: string, method: string, urlPath: string, body?: unk
 export interface RoomMessage {
   readonly eventId: string
   readonly sender: string
+  /** `m.text`, `m.notice`, or a file's `m.image`, `m.file`, ... (whose body is its name or caption). */
+  readonly msgtype: string
   readonly body: string
   /** The HTML of a formatted message (`org.matrix.custom.html`). */
   readonly formattedBody?: string
@@ -127,7 +129,7 @@ export class MatrixUser {
       const r = await this.req("GET", `/_matrix/client/v3/rooms/${encodeURIComponent(roomId)}/messages?${q}`)
       for (const e of r.chunk ?? []) {
         if (e.type === "m.room.message" && typeof e.content?.body === "string") {
-          out.push({ eventId: e.event_id, sender: e.sender, body: e.content.body, ...(typeof e.content.formatted_body === "string" ? { formattedBody: e.content.formatted_body } : {}) })
+          out.push({ eventId: e.event_id, sender: e.sender, msgtype: String(e.content.msgtype), body: e.content.body, ...(typeof e.content.formatted_body === "string" ? { formattedBody: e.content.formatted_body } : {}) })
         }
       }
       if (!r.end || (r.chunk ?? []).length === 0) break
