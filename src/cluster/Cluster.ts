@@ -14,6 +14,7 @@ import * as EntityId from "@effect/cluster/EntityId"
 import { RunnerAddress } from "@effect/cluster/RunnerAddress"
 import * as Sharding from "@effect/cluster/Sharding"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import { HostConfig } from "../config/HostConfig.js"
 import type { ClusterConfig } from "../config/cluster.js"
@@ -116,10 +117,37 @@ export const whenClustered = <A, E1, R1, E2, R2>(cluster: Layer.Layer<A, E1, R1>
  */
 export const holdingLayer = whenClustered(Layer.provideMerge(gateLayer, HeldConnections.layer), Layer.merge(HeldConnections.layer, DispatchGate.all))
 
+/** The advisory lock that orders the runners' starts on one database. */
+const RUNNER_START_LOCK = 0x70796e63
+
+/**
+ * Builds `layer` while this host holds a Postgres advisory lock on a reserved connection, so the
+ * hosts of a cluster build it one after another. The runner's SQL storage creates its tables with
+ * `CREATE TABLE IF NOT EXISTS`, which Postgres does not make safe against itself: two hosts
+ * starting at once on a new database may both create a table, and one fails (the three-host crash
+ * drill once lost a host's start to it). The lock goes once the layer is built (or the session
+ * ends, when a host dies while building), not when the layer closes.
+ */
+const builtOneAtATime = <A, E, R>(layer: Layer.Layer<A, E, R>) =>
+  Layer.scopedContext(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const outer = yield* Effect.scope
+      return yield* Effect.scoped(
+        Effect.gen(function* () {
+          const conn = yield* Effect.orDie(sql.reserve)
+          yield* Effect.orDie(conn.executeRaw(`SELECT pg_advisory_lock(${RUNNER_START_LOCK})`, []))
+          yield* Effect.addFinalizer(() => Effect.ignore(conn.executeRaw(`SELECT pg_advisory_unlock(${RUNNER_START_LOCK})`, [])))
+          return yield* Layer.buildWithScope(layer, outer)
+        })
+      )
+    })
+  )
+
 /** This host as a runner: Sharding on the shared database (SQL runner storage and message storage), reached over TCP. */
 export const runnerLayer = Layer.unwrapEffect(
   Effect.map(HostConfig, ({ config }) =>
-    NodeClusterSocket.layer({ storage: "sql", shardingConfig: shardingConfigOf(config.cluster) }).pipe(
+    builtOneAtATime(NodeClusterSocket.layer({ storage: "sql", shardingConfig: shardingConfigOf(config.cluster) })).pipe(
       Layer.tap(() => Effect.logInfo("cluster runner started").pipe(Effect.annotateLogs({ runner: runnerAddressOf(config.cluster) })))
     ))
 )
