@@ -13,12 +13,11 @@ import { afterAll, beforeAll } from "vitest"
 import { makeTestHost } from "../../layers/test.js"
 import { decodeTelegramSettings } from "../../src/channels/telegram/settings.js"
 import { makeTelegramRuntime, UPDATES_STREAM, WEBHOOK_STREAM } from "../../src/channels/telegram/TelegramRuntime.js"
-import { decodeConfig } from "../../src/config/HostConfig.js"
 import { MessageStore } from "../../src/db/MessageStore.js"
 import { ConnectionName } from "../../src/domain/ids.js"
 import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
-import { freePort, startTelegram, type Telegram } from "../support/telegram.js"
+import { freePort, startTelegram, type Telegram, telegramHostConfig } from "../support/telegram.js"
 
 let tg: Telegram
 beforeAll(async () => {
@@ -53,21 +52,12 @@ const settingsIn = (dir: string, mode: "polling" | "webhook", hook: Hook, extra:
   })
 }
 
-const hostConfig = (dir: string) =>
-  Either.getOrThrow(decodeConfig({
-    dataDir: dir,
-    workspaces: [{ id: "main", instructions: "test" }],
-    routes: [{ connection: "tg", place: "*", workspace: "main" }],
-    connections: {},
-    limits: { runtimeReadyTimeoutMs: 20_000, readinessCheckMs: 100 }
-  }, "test config"))
-
 /** A host with the Telegram runtime in `mode`, in a scope of its own (closed to stop it, as a host going down). */
 const startHostIn = (dir: string, mode: "polling" | "webhook", hook: Hook) =>
   Effect.gen(function* () {
     const runtime = makeTelegramRuntime({ name: "tg", settings: settingsIn(dir, mode, hook), dataDir: dir })
     const scope = yield* Scope.make()
-    const ctx = yield* Layer.buildWithScope(makeTestHost(hostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] }), scope)
+    const ctx = yield* Layer.buildWithScope(makeTestHost(telegramHostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] }), scope)
     return { runtime, ctx, stop: Scope.close(scope, Exit.void) }
   })
 
@@ -232,7 +222,7 @@ describe("Telegram webhook settings", () => {
       const settings = settingsIn(dir, "webhook", hook)
       fs.writeFileSync(path.join(dir, "tg.secret"), "has spaces and ; \n")
       const runtime = makeTelegramRuntime({ name: "tg", settings, dataDir: dir })
-      const built = yield* Effect.either(Layer.build(makeTestHost(hostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] })))
+      const built = yield* Effect.either(Layer.build(makeTestHost(telegramHostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] })))
       assert.isTrue(Either.isLeft(built))
       assert.match(String(Either.isLeft(built) ? (built.left as { message?: string }).message ?? JSON.stringify(built.left) : ""), /connections\.tg\.webhook\.secretTokenFile: the secret must be/)
     }))

@@ -22,7 +22,7 @@ import { Channels } from "../../src/pipeline/Channels.js"
 import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
 import { streamingExecutor } from "../support/streaming.js"
-import { startTelegram, type Telegram } from "../support/telegram.js"
+import { startTelegram, type Telegram, telegramHostConfig } from "../support/telegram.js"
 import { skipWithout } from "../support/system.js"
 import { decodedSeconds } from "../speech/support.js"
 import { contextEcho } from "../support/context-echo.js"
@@ -41,15 +41,6 @@ const runtimeIn = (dir: string, extra: Record<string, unknown> = {}) => {
   const settings = decodeTelegramSettings("tg", { kind: "telegram", tokenFile: "tg.token", apiRoot: tg.apiRoot, pollTimeoutSeconds: 1, maxBackoffMs: 200, ...extra })
   return makeTelegramRuntime({ name: "tg", settings, dataDir: dir })
 }
-
-const hostConfig = (dir: string) =>
-  Either.getOrThrow(decodeConfig({
-    dataDir: dir,
-    workspaces: [{ id: "main", instructions: "test" }],
-    routes: [{ connection: "tg", place: "*", workspace: "main" }],
-    connections: {},
-    limits: { runtimeReadyTimeoutMs: 20_000, readinessCheckMs: 100 }
-  }, "test config"))
 
 /** The call after the last 429 of `method` came at least `ms` later (a lower bound: never flaky). */
 const assertWaited = (method: string, ms: number) => {
@@ -103,7 +94,7 @@ describe("Telegram runtime against the emulator", () => {
       const held = new Promise<void>((resolve) => (release = resolve))
       const dir = tempDir()
       const runtime = runtimeIn(dir)
-      const ctx = yield* Layer.build(makeTestHost(hostConfig(dir), { executor: streamingExecutor({ hold: () => held }), runtimes: [{ plugin: "telegram", value: runtime }] }))
+      const ctx = yield* Layer.build(makeTestHost(telegramHostConfig(dir), { executor: streamingExecutor({ hold: () => held }), runtimes: [{ plugin: "telegram", value: runtime }] }))
       assert.isTrue(Effect.runSync(runtime.isReady))
       const ada = tg.user({ chatId: nextChat() })
       yield* Effect.promise(() => ada.say("hello there"))
@@ -122,7 +113,7 @@ describe("Telegram runtime against the emulator", () => {
     Effect.gen(function* () {
       const dir = tempDir()
       const runtime = runtimeIn(dir)
-      yield* Layer.build(makeTestHost(hostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] }))
+      yield* Layer.build(makeTestHost(telegramHostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] }))
       const bo = tg.user({ chatId: nextChat() })
       const sendsBefore = tg.calls("sendMessage")
       tg.floodNext("sendMessage", 1, 1)
@@ -143,7 +134,7 @@ describe("Telegram runtime against the emulator", () => {
     Effect.gen(function* () {
       const dir = tempDir()
       const runtime = runtimeIn(dir, { maxInboundChars: 1_000 })
-      const ctx = yield* Layer.build(makeTestHost(hostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] }))
+      const ctx = yield* Layer.build(makeTestHost(telegramHostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] }))
       const cy = tg.user({ chatId: nextChat() })
       const chat = { id: cy.chatId, type: "private" }
       tg.inject({ edited_message: { message_id: 1, chat, text: "edited" } })
@@ -163,7 +154,7 @@ describe("Telegram runtime against the emulator", () => {
     Effect.gen(function* () {
       const dir = tempDir()
       const runtime = runtimeIn(dir)
-      yield* Layer.build(makeTestHost(hostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] }))
+      yield* Layer.build(makeTestHost(telegramHostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] }))
       const di = tg.user({ chatId: nextChat() })
       yield* Effect.promise(() => di.say("before"))
       yield* awaitReply(di.chatId, "before")
@@ -182,7 +173,7 @@ describe("Telegram runtime against the emulator", () => {
     Effect.gen(function* () {
       const dir = tempDir()
       const runtime = runtimeIn(dir)
-      const ctx = yield* Layer.build(makeTestHost(hostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] }))
+      const ctx = yield* Layer.build(makeTestHost(telegramHostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] }))
       const channel = (yield* Effect.provide(Channels, ctx)).get("tg")!
       const parts = yield* Effect.provide(DeliveryStore, ctx)
       const chatId = nextChat()
@@ -225,7 +216,7 @@ describe("Telegram sends whose outcome is unknown", () => {
     Effect.gen(function* () {
       const dir = tempDir()
       const runtime = runtimeIn(dir)
-      const ctx = yield* Layer.build(makeTestHost(hostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] }))
+      const ctx = yield* Layer.build(makeTestHost(telegramHostConfig(dir), { runtimes: [{ plugin: "telegram", value: runtime }] }))
       const deliveries = yield* Effect.provide(DeliveryStore, ctx)
       // As a crash between the claim and the answer leaves it: the first reply (turn 1, reply 0), part 1.
       assert.strictEqual(yield* deliveries.claimPart(partKey("t1:0", 1)), "claimed")

@@ -21,10 +21,12 @@
  * Everything else (getMe, sendMessage) is the emulator's. Users send through the emulator's
  * client; what the bot sent is read from its store.
  */
+import { Either } from "effect"
 import * as http from "node:http"
 import * as net from "node:net"
 import type { AddressInfo } from "node:net"
 import { TelegramServer } from "telegram-test-api/lib/telegramServer.js"
+import { decodeConfig } from "../../src/config/HostConfig.js"
 
 export interface FakeUser {
   readonly chatId: number
@@ -407,3 +409,13 @@ export const startTelegram = async (token = "123456:TEST-token", options: { read
     }
   }
 }
+
+/** A host config whose one workspace takes every chat of the connection `tg`. */
+export const telegramHostConfig = (dir: string) =>
+  Either.getOrThrow(decodeConfig({
+    dataDir: dir,
+    workspaces: [{ id: "main", instructions: "test" }],
+    routes: [{ connection: "tg", place: "*", workspace: "main" }],
+    connections: {},
+    limits: { runtimeReadyTimeoutMs: 20_000, readinessCheckMs: 100 }
+  }, "test config"))
