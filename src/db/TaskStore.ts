@@ -145,9 +145,18 @@ export class TaskStore extends Context.Tag("pynchy/TaskStore")<TaskStore, TaskSt
         sql<{ id: string }>`UPDATE scheduled_tasks SET next_due = ${next}, status = ${next === null ? "done" : "active"}, updated_at = ${now}
           WHERE id = ${id} AND status = 'active' AND next_due = ${from} RETURNING id`.pipe(Effect.map((r) => r.length > 0), Effect.orDie),
       setPaused: (id, pausedAt, now) => sql`UPDATE scheduled_tasks SET paused_at = ${pausedAt}, updated_at = ${now} WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+      // Called for every inbound message, and almost always nothing is paused: a read on the
+      // partial index answers that without taking the write lock the ingest's commits need.
       resumeIn: (conversationId, now) =>
-        sql<{ id: string }>`UPDATE scheduled_tasks SET paused_at = NULL, updated_at = ${now}
-          WHERE conversation_id = ${conversationId} AND paused_at IS NOT NULL RETURNING id`.pipe(Effect.map((r) => r.length), Effect.orDie),
+        sql<{ n: number }>`SELECT 1 AS n FROM scheduled_tasks WHERE conversation_id = ${conversationId} AND paused_at IS NOT NULL LIMIT 1`.pipe(
+          Effect.flatMap((paused) =>
+            paused.length === 0
+              ? Effect.succeed(0)
+              : sql<{ id: string }>`UPDATE scheduled_tasks SET paused_at = NULL, updated_at = ${now}
+                  WHERE conversation_id = ${conversationId} AND paused_at IS NOT NULL RETURNING id`.pipe(Effect.map((r) => r.length))
+          ),
+          Effect.orDie
+        ),
       recordRun: (run, now) =>
         sql<{ n: number }>`INSERT INTO task_runs (task_id, due_at, outcome, skipped_through, reason, created_at)
           VALUES (${run.taskId}, ${run.dueAt}, ${run.outcome}, ${run.skippedThrough ?? null}, ${run.reason ?? null}, ${now})
