@@ -5,7 +5,9 @@
  *   - RSS after N requests through the gateway (and its growth over the second half);
  *   - the proxy limit: a bare node:http proxy (unix socket in, pooled keep-alive agent out, bodies
  *     piped, no token, no accounting) on the same main thread, in the same rounds, so the
- *     gateway's throughput is also a ratio to what any node proxy gets on this machine.
+ *     gateway's throughput is also a ratio to what any node proxy gets on this machine;
+ *   - the main thread's GC pauses per 1,000 concurrent requests, gateway and bare proxy: a
+ *     request whose objects reach the old generation (see in-flight.ts) shows here first.
  * Threads: the upstream (a node:http server answering a small chat completion) and the load
  * generator each run in a worker thread of this process; the gateway runs on the main thread, as
  * in the host. The client talks to the gateway over its unix socket, as a sandbox does. One token
@@ -16,6 +18,7 @@ import * as fs from "node:fs"
 import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
+import { PerformanceObserver } from "node:perf_hooks"
 import { Worker } from "node:worker_threads"
 import type { ProviderConfig } from "../../src/config/schema.js"
 import { GatewayConfig, GatewayLimits } from "../../src/config/gateway.js"
@@ -102,6 +105,22 @@ const pct = (xs: Float64Array, p: number) => {
 }
 const r3 = (x: number) => Math.round(x * 1000) / 1000
 
+/** Main-thread GC pause time (the gateway's thread) while `f` runs, in ms. */
+const gcMsDuring = async <A>(f: () => Promise<A>): Promise<[A, number]> => {
+  let ms = 0
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) ms += e.duration
+  })
+  observer.observe({ entryTypes: ["gc"] })
+  try {
+    const a = await f()
+    await new Promise((resolve) => setImmediate(resolve))
+    return [a, ms]
+  } finally {
+    observer.disconnect()
+  }
+}
+
 const rssMb = () => Math.round((process.memoryUsage().rss / 2 ** 20) * 10) / 10
 /**
  * The main thread's V8 heap: the gateway's own share (RSS also holds the two workers and the
@@ -166,6 +185,7 @@ export default async function(): Promise<Array<Row>> {
     await run(bare, 2_000, CONCURRENCY)
 
     const seq = { d50: [] as Array<number>, d99: [] as Array<number>, g50: [] as Array<number>, g99: [] as Array<number> }
+    const gc = { g: [] as Array<number>, b: [] as Array<number> }
     const con = { drps: [] as Array<number>, grps: [] as Array<number>, brps: [] as Array<number>, b50: [] as Array<number>, d50: [] as Array<number>, d99: [] as Array<number>, g50: [] as Array<number>, g99: [] as Array<number> }
     // Interleaved rounds: drift on a shared machine hits both paths alike.
     for (let round = 0; round < ROUNDS; round++) {
@@ -174,8 +194,9 @@ export default async function(): Promise<Array<Row>> {
       seq.d50.push(pct(sd.latencies, 50)); seq.d99.push(pct(sd.latencies, 99))
       seq.g50.push(pct(sg.latencies, 50)); seq.g99.push(pct(sg.latencies, 99))
       const cd = await run(direct, CONCURRENT, CONCURRENCY)
-      const cg = await run(through, CONCURRENT, CONCURRENCY)
-      const cb = await run(bare, CONCURRENT, CONCURRENCY)
+      const [cg, gcg] = await gcMsDuring(() => run(through, CONCURRENT, CONCURRENCY))
+      const [cb, gcb] = await gcMsDuring(() => run(bare, CONCURRENT, CONCURRENCY))
+      gc.g.push((gcg / CONCURRENT) * 1000); gc.b.push((gcb / CONCURRENT) * 1000)
       con.brps.push(CONCURRENT / (cb.elapsedMs / 1000)); con.b50.push(pct(cb.latencies, 50))
       con.drps.push(CONCURRENT / (cd.elapsedMs / 1000)); con.grps.push(CONCURRENT / (cg.elapsedMs / 1000))
       con.d50.push(pct(cd.latencies, 50)); con.d99.push(pct(cd.latencies, 99))
@@ -206,6 +227,7 @@ export default async function(): Promise<Array<Row>> {
       { name: `${CONCURRENCY} concurrent: throughput through the gateway`, value: Math.round(median(con.grps)), unit: "req/s", baseline: { name: "direct", value: Math.round(median(con.drps)) }, goal: "≥ 5,000 req/s, ≥ 0.8 of direct" },
       { name: `${CONCURRENCY} concurrent: throughput through the gateway vs a bare node:http proxy`, value: Math.round(median(con.grps)), unit: "req/s", baseline: { name: "bare proxy", value: Math.round(median(con.brps)) }, goal: "≥ 0.8 of the bare proxy" },
       { name: `${CONCURRENCY} concurrent: bare node:http proxy throughput`, value: Math.round(median(con.brps)), unit: "req/s", baseline: { name: "direct", value: Math.round(median(con.drps)) } },
+      { name: `${CONCURRENCY} concurrent: main-thread GC pauses per 1,000 requests through the gateway`, value: r3(median(gc.g)), unit: "ms", baseline: { name: "bare proxy", value: r3(median(gc.b)) } },
       { name: `${CONCURRENCY} concurrent: latency p50 through the gateway`, value: r3(median(con.g50)), unit: "ms", baseline: { name: "bare proxy", value: r3(median(con.b50)) } },
       { name: `${CONCURRENCY} concurrent: added latency p50`, value: r3(median(con.g50) - median(con.d50)), unit: "ms" },
       { name: `${CONCURRENCY} concurrent: added latency p99`, value: r3(median(con.g99) - median(con.d99)), unit: "ms" },

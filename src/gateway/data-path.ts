@@ -149,9 +149,9 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
       if (slot.ctx) cut(slot.ctx)
       res.destroy()
     }
-    grant.inFlight.add(cancel)
+    const inFlightSlot = grant.inFlight.add(cancel)
     res.on("close", () => {
-      grant.inFlight.delete(cancel)
+      grant.inFlight.delete(inFlightSlot)
       const ctx = slot.ctx
       if (ctx === undefined) return
       if (!res.writableFinished) cut(ctx)

@@ -7,6 +7,7 @@ import * as crypto from "node:crypto"
 import * as Option from "effect/Option"
 import type * as Tracer from "effect/Tracer"
 import { parseTraceparent } from "../telemetry/trace-context.js"
+import { InFlight } from "./in-flight.js"
 import { digestOf, KEY_PREFIX, keyAccount, type KeyRecord } from "./keys.js"
 
 export interface Grant {
@@ -22,7 +23,7 @@ export interface Grant {
   /** Held by this token's requests in flight (see Budgets). */
   reserved: number
   /** Cancels of the requests in flight with this token (their count is capped). */
-  readonly inFlight: Set<() => void>
+  readonly inFlight: InFlight
   /** The turn's trace context: its upstream attempts are spans under it (none for gateway keys). */
   readonly trace: Tracer.ExternalSpan | undefined
 }
@@ -64,14 +65,13 @@ export class TokenTable {
         tokenBudget: null,
         used: 0,
         reserved: 0,
-        inFlight: new Set(),
+        inFlight: new InFlight(),
         trace: undefined
       })
     }
     for (const [digest, grant] of this.keys) {
       if (next.get(digest) === grant) continue
-      for (const cancel of [...grant.inFlight]) cancel()
-      grant.inFlight.clear()
+      grant.inFlight.cancelAll()
     }
     this.keys = next
   }
@@ -92,7 +92,7 @@ export class TokenTable {
       tokenBudget: input.tokenBudget ?? null,
       used: 0,
       reserved: 0,
-      inFlight: new Set(),
+      inFlight: new InFlight(),
       trace: Option.getOrUndefined(parseTraceparent(input.traceparent))
     })
     return token
@@ -117,8 +117,7 @@ export class TokenTable {
     const grant = this.grants.get(token)
     if (grant === undefined) return false
     this.grants.delete(token)
-    for (const cancel of [...grant.inFlight]) cancel()
-    grant.inFlight.clear()
+    grant.inFlight.cancelAll()
     return true
   }
 

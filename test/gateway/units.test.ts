@@ -6,6 +6,7 @@ import { Budgets } from "../../src/gateway/budgets.js"
 import { type Catalog, type Deployment, resolveCatalog } from "../../src/gateway/catalog.js"
 import { GatewayBudgets, GatewayConfig } from "../../src/config/gateway.js"
 import { Deadlines } from "../../src/gateway/deadlines.js"
+import { InFlight } from "../../src/gateway/in-flight.js"
 import { GatewaySettings } from "../../src/gateway/Gateway.js"
 import { maskChunk, maskTruncated, REDACTED, redactHeaders, redactText, redactValue, StreamMasker } from "../../src/gateway/redact.js"
 import { Router } from "../../src/gateway/router.js"
@@ -204,6 +205,29 @@ describe("tokens, budgets, deadlines", () => {
     table.mint({ workspace: "w", conversationId: "c", expiresAt: 10 }, 0)
     assert.strictEqual(table.sweep(10), 1)
     assert.strictEqual(table.size, 0)
+  })
+
+  it("in flight: slots are reused, an ended request is forgotten, revocation cancels each live one once", () => {
+    const inFlight = new InFlight()
+    const cancelled: Array<string> = []
+    const a = inFlight.add(() => cancelled.push("a"))
+    const b = inFlight.add(() => cancelled.push("b"))
+    assert.strictEqual(inFlight.size, 2)
+    inFlight.delete(a)
+    inFlight.delete(a)
+    assert.strictEqual(inFlight.size, 1, "a second delete of the same slot changes nothing")
+    const c = inFlight.add(() => cancelled.push("c"))
+    assert.strictEqual(c, a, "the freed slot is reused")
+    inFlight.cancelAll()
+    assert.sameMembers(cancelled, ["b", "c"])
+    assert.strictEqual(inFlight.size, 0)
+    // A request's own end after the revocation (its response closes) finds its slot gone.
+    inFlight.delete(b)
+    assert.strictEqual(inFlight.size, 0)
+    const d = inFlight.add(() => cancelled.push("d"))
+    inFlight.delete(d)
+    inFlight.cancelAll()
+    assert.deepStrictEqual(cancelled.length, 2, "an ended request is not cancelled")
   })
 
   it("budgets: per workspace, per UTC day, overrides win", () => {
