@@ -151,7 +151,7 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
     }
     const inFlightSlot = grant.inFlight.add(cancel)
     res.on("close", () => {
-      grant.inFlight.delete(inFlightSlot)
+      grant.inFlight.delete(inFlightSlot, cancel)
       const ctx = slot.ctx
       if (ctx === undefined) return
       if (!res.writableFinished) cut(ctx)

@@ -21,7 +21,7 @@ export class InFlight {
     return this.count
   }
 
-  /** Holds a request's cancel; returns its slot, to `delete` when the request ends. */
+  /** Holds a request's cancel; returns its slot, to `delete` (with the same cancel) when the request ends. */
   add(cancel: () => void): number {
     const slot = this.free.length > 0 ? this.free.pop()! : this.slots.length
     this.slots[slot] = cancel
@@ -29,9 +29,9 @@ export class InFlight {
     return slot
   }
 
-  /** The request in `slot` ended (a slot already emptied by `cancelAll` is ignored). */
-  delete(slot: number): void {
-    if (this.slots[slot] === undefined) return
+  /** The request in `slot` ended (a slot no longer holding its `cancel`, emptied by `cancelAll`, is left alone). */
+  delete(slot: number, cancel: () => void): void {
+    if (this.slots[slot] !== cancel) return
     this.slots[slot] = undefined
     this.free.push(slot)
     this.count--
