@@ -124,11 +124,21 @@ const isInbound = (input: unknown): input is InboundMessage => {
  * refused one is decoded again, to say all that is wrong.
  */
 export const decodeInboundMessage = (input: unknown): Either.Either<InboundMessage, ParseResult.ParseError> =>
-  // Decoding rebuilds the metadata record, and an own `__proto__` key does not survive that: such
-  // a payload takes the decoder, so both paths give the same value.
-  isInbound(input) && (input.metadata === undefined || !Object.hasOwn(input.metadata, "__proto__"))
-    ? Either.right(input)
+  isInbound(input)
+    ? Either.right(input.metadata !== undefined && Object.hasOwn(input.metadata, "__proto__") ? withoutProtoKey(input) : input)
     : inboundDecode(input, DECODE_OPTIONS)
+
+/**
+ * A metadata record with an own `__proto__` key (JSON.parse makes one from `{"__proto__": …}`),
+ * without it. Rebuilding such a record by assignment, as the record decoder does, would make the
+ * key's value the record's prototype: metadata whose fields are read through an object the sender
+ * chose. The key is dropped instead, as the class's own decode drops it.
+ */
+const withoutProtoKey = (input: InboundMessage): InboundMessage => {
+  const metadata: Record<string, unknown> = {}
+  for (const key of Object.keys(input.metadata!)) if (key !== "__proto__") metadata[key] = input.metadata![key]
+  return { ...input, metadata }
+}
 
 export const Direction = Schema.Literal("in", "out")
 export type Direction = typeof Direction.Type

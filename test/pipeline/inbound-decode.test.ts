@@ -44,11 +44,18 @@ describe("decodeInboundMessage: the guard accepts what decoding accepts", () => 
   it.prop("payloads with one property broken or one unknown property", [broken], ([u]) => agree(u), { fastCheck: { numRuns: 1_000 } })
   it.prop("arbitrary values", [fc.anything()], ([u]) => agree(u), { fastCheck: { numRuns: 500 } })
 
-  it("a valid payload is used as given (no copy); one with an own __proto__ metadata key is decoded, as the full decode would", () => {
+  it("a valid payload is used as given (no copy); an own __proto__ metadata key is dropped, as the full decode drops it", () => {
     const base = { connection: "test", place: "p", providerEventId: "e1", sender: "u", text: "hi" }
     assert.strictEqual(Either.getOrThrow(decodeInboundMessage(base)), base)
     const odd = { ...base, metadata: JSON.parse('{"__proto__": 1, "a": 2}') as Record<string, unknown> }
     assert.deepStrictEqual(Either.getOrThrow(decodeInboundMessage(odd)).metadata, { a: 2 })
+    // A sender cannot choose the metadata's prototype (fast-check found `{"__proto__": []}`).
+    for (const value of ["[]", '{"isAdmin": true}']) {
+      const hostile = Either.getOrThrow(decodeInboundMessage({ ...base, metadata: JSON.parse(`{"__proto__": ${value}, "a": 2}`) as Record<string, unknown> })).metadata!
+      assert.strictEqual(Object.getPrototypeOf(hostile), Object.prototype)
+      assert.deepStrictEqual(hostile, { a: 2 })
+      assert.isUndefined((hostile as Record<string, unknown>).isAdmin)
+    }
   })
 
   it("a refused payload names every problem", () => {
