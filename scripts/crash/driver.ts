@@ -378,13 +378,19 @@ export const runCrashDrill = async (options: DrillOptions): Promise<DrillReport>
     for (const c of running) if (isUp(c)) c.kill("SIGKILL")
     await Promise.all(clients.map((c) => c.dispose()))
   }
+  let clean = false
   try {
     const report = await verify(db, channelFile, options.idempotent, sent)
     const history = await verifyHistory(db, url !== undefined ? Database.layerPostgres(Redacted.make(url)) : Database.layerFile(path.join(root, "pynchy.db")))
     const scheduled = options.schedule === true ? await verifySchedule(db) : []
-    return { ...report, problems: [...report.problems, ...killProblems, ...scheduled, ...trapProblems, ...history.problems], historyTurns: history.turns, windows, kills }
+    const problems = [...report.problems, ...killProblems, ...scheduled, ...trapProblems, ...history.problems]
+    clean = problems.length === 0
+    return { ...report, problems, historyTurns: history.turns, windows, kills }
   } finally {
     await db.close()
+    // A clean drill leaves nothing behind; one that found problems keeps its database and logs to read.
+    if (clean) fs.rmSync(root, { recursive: true, force: true, maxRetries: 3 })
+    else log(`crash drill: its files are kept in ${root}`)
   }
 }
 

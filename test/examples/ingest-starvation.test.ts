@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
+import { tempDir } from "../support/temp.js"
 import { startHost, stopGently, until } from "./support.js"
 
 /**
@@ -50,7 +50,7 @@ export default {
 
 describe("host: a runtime awaiting ingestMessage in a loop", () => {
   it("does not hold off the host's timers until its backlog is drained", { timeout: 120_000 }, async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-starve-"))
+    const dir = tempDir("pynchy-starve-")
     const result = path.join(dir, "result.json")
     fs.writeFileSync(path.join(dir, "probe.mjs"), probePlugin(result))
     const config = path.join(dir, "pynchy.yaml")

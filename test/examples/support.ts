@@ -6,16 +6,16 @@ import type { Duration } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
-import * as os from "node:os"
 import * as path from "node:path"
 import { BIN, cleanEnv, runCli } from "../support/cli.js"
 import { waitFor } from "../support/eventually.js"
+import { tempDir } from "../support/temp.js"
 
 export const JSONL_EXAMPLE = path.resolve(import.meta.dirname, "../../examples/connection-runtime-jsonl")
 
 /** A temp project for the JSONL example: config, empty inbox, and where the outbox and db go. */
 export const jsonlProject = (options: { readonly limits?: string } = {}) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-jsonl-"))
+  const dir = tempDir("pynchy-jsonl-")
   const inbox = path.join(dir, "inbox.jsonl")
   const outbox = path.join(dir, "outbox.jsonl")
   const config = path.join(dir, "pynchy.yaml")

@@ -9,6 +9,7 @@ import { Chunk, Effect, Queue, Redacted } from "effect"
 import * as fs from "node:fs"
 import type { UsageEvent } from "../../src/gateway/events.js"
 import { call, provider, scriptedUpstream, startGateway } from "./support.js"
+import { tempDir } from "../support/temp.js"
 
 const HOUR = 3_600_000
 const BETA = "claude-code-20250219,interleaved-thinking-2025-05-14"
@@ -22,7 +23,7 @@ describe("the gateway serves Claude Code's requests", () => {
         res.write("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n")
         res.end("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":6}}\n\n")
       })
-      const keyFile = `${fs.mkdtempSync("/tmp/gw-key-")}/key`
+      const keyFile = `${tempDir("pynchy-gw-key-")}/key`
       fs.writeFileSync(keyFile, "sk-ant-cc-wire-123456")
       const gw = yield* startGateway([provider({ name: "ant", kind: "anthropic", baseUrl: up.url, apiKeyFile: keyFile })], {
         modelGroups: [{ name: "coder", deployments: [{ provider: "ant", model: "claude-real-1" }] }]

@@ -4,6 +4,7 @@ import * as fs from "node:fs"
 import { sandboxUser } from "../../src/system/sandbox-user.js"
 import type { GatewayEvent, UsageEvent } from "../../src/gateway/events.js"
 import { call, chatAnswer, json, provider, scriptedUpstream, startGateway } from "./support.js"
+import { tempDir } from "../support/temp.js"
 
 const ask = (model = "m") => ({ model, messages: [{ role: "user", content: "hi" }] })
 const HOUR = 3_600_000
@@ -25,7 +26,7 @@ describe("gateway data path (scripted upstream)", () => {
   it.scoped("forwards a chat completion with the provider key, the deployment's model id and no client credential", () =>
     Effect.gen(function* () {
       const up = yield* scriptedUpstream((hit, res) => json(res, 200, chatAnswer(hit.body.model)))
-      const keyFile = `${fs.mkdtempSync("/tmp/gw-key-")}/key`
+      const keyFile = `${tempDir("pynchy-gw-key-")}/key`
       fs.writeFileSync(keyFile, "sk-upstream-key-123456\n")
       const gw = yield* startGateway([provider({ name: "p", baseUrl: up.url, apiKeyFile: keyFile })], {
         modelGroups: [{ name: "smart", deployments: [{ provider: "p", model: "real-model" }] }]
@@ -352,7 +353,7 @@ describe("gateway data path (scripted upstream)", () => {
         res.write("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n")
         res.end("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":6}}\n\n")
       })
-      const keyFile = `${fs.mkdtempSync("/tmp/gw-key-")}/key`
+      const keyFile = `${tempDir("pynchy-gw-key-")}/key`
       fs.writeFileSync(keyFile, "sk-ant-test-abcdef")
       const gw = yield* startGateway([provider({ name: "ant", kind: "anthropic", baseUrl: up.url, apiKeyFile: keyFile, models: ["claude"] })])
       const events = yield* gw.subscribe

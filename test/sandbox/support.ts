@@ -27,7 +27,7 @@ let built: Promise<string> | undefined
 /** Builds src/agent/runner.ts into a private temp file once per test file (no race with other files). */
 export const runnerBundle = (): Promise<string> =>
   (built ??= (async () => {
-    const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "pynchy-runner-")), "runner.mjs")
+    const out = path.join(tempDir("pynchy-runner-"), "runner.mjs")
     await build({ entryPoints: ["src/agent/runner.ts"], outfile: out, bundle: true, platform: "node", target: "node20", format: "esm", logLevel: "warning", banner: { js: "import { createRequire as __pynchyRequire } from 'node:module'; const require = __pynchyRequire(import.meta.url);" } })
     return out
   })())

@@ -1,12 +1,11 @@
 import { Effect, Layer, Redacted } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import * as Database from "../../src/db/Database.js"
 import * as Stores from "../../src/db/Stores.js"
 import { type ScratchPostgres, skipWithoutPostgres, startScratchPostgres } from "./postgres.js"
+import { tempDir } from "./temp.js"
 
-export const tempDir = (prefix = "pynchy-test-") => fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+export { tempDir }
 
 let scratch: ScratchPostgres | undefined
 /** This test file's scratch Postgres cluster, started on first use; `stopPostgres` in afterAll. */
