@@ -4,7 +4,8 @@
  *      rows at one transaction per message and at 256 per transaction (the ceiling), and
  *      `Ingest.ingestMany` handed bursts of 256 (a page of a channel's backlog) by one caller,
  *      as the ceiling is;
- *   2. committed → executor entry latency (p50, p99) on an otherwise idle host;
+ *   2. committed → executor entry latency (p50, p99) on an otherwise idle host, each message
+ *      arriving in its own event-loop turn once the previous turn has ended;
  *   3. recovery of 1,000 interrupted turns: stack build start → executor has all of them, and
  *      `Recovery.releaseOrphanClaims` alone.
  */
@@ -388,6 +389,18 @@ export const hostStack = (dir: string, onEntry: (text: string, at: number) => Ef
 
 // ---- 2. committed → executor entry --------------------------------------------------------------------
 
+/**
+ * The next message arrives in a later event-loop turn, as a channel's does (from a socket's
+ * callback). Without this gap the loop ingests from a microtask chain that never lets the event
+ * loop turn, so V8's scavenge task (posted when the young generation is nearly full, run at a loop
+ * turn) never runs: nearly every scavenge then happens on an allocation failure in the middle of
+ * a measured path, and the p99 becomes the scavenge's pause (README, "Session 11").
+ */
+const nextLoopTurn = Effect.async<void>((resume) => {
+  const t = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(t))
+})
+
 /** `config`: another than the recording config in `dir` (the Postgres bench's one-runner cluster). */
 export const latencyRun = (dir: string, count = LATENCY_SAMPLES, warmup = LATENCY_WARMUP, bus: BusChoice = "event-log", databaseUrl?: string, config?: PynchyConfig) => {
   const waiters = new Map<string, Deferred.Deferred<number>>()
@@ -417,6 +430,7 @@ export const latencyRun = (dir: string, count = LATENCY_SAMPLES, warmup = LATENC
         if (i >= warmup) samples.push(at - committed)
         waiters.delete(text)
         yield* idle
+        yield* nextLoopTurn
       }
       return samples
     }).pipe(Effect.provide(hostStack(dir, onEntry, bus, databaseUrl, config)))
