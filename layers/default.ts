@@ -35,7 +35,7 @@ export const makeHostLive = (extra: ReadonlyArray<RuntimeEntry> = []) =>
   makeStack({
     config: HostConfig.layer,
     plugins: PluginRegistry.layerWith({ builtins: BUILTINS }),
-    database: Database.layer,
+    database: Database.layerHost,
     executor,
     runtimes: Layer.effect(
       ConnectionRuntimeSources,

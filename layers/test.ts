@@ -48,7 +48,7 @@ export const makeTestHost = (config: PynchyConfig, options: TestHostOptions = {}
     }),
     database: options.databaseUrl !== undefined
       ? Database.layerPostgres(Redacted.make(options.databaseUrl))
-      : options.databaseFile ? Database.layerFile(options.databaseFile) : Database.layerMemory,
+      : options.databaseFile ? Database.layerFile(options.databaseFile, { backgroundCheckpoints: true }) : Database.layerMemory,
     executor: options.executor ?? ScriptedExecutor.layer(options.replyDelay ? { replyDelay: options.replyDelay } : undefined),
     runtimes: Layer.succeed(ConnectionRuntimeSources, options.runtimes ?? []),
     rollback: options.rollback ?? DeployRollback.layerNoop,

@@ -26,11 +26,16 @@ const prepared = (file: string) =>
     migrate.pipe(Effect.mapError((e) => new DatabaseUnavailable({ file, reason: String(e.message ?? e) })))
   )
 
+/** How a process uses its database: a host checkpoints the WAL in the background, a one-shot client does not. */
+export interface FileOptions {
+  readonly backgroundCheckpoints?: boolean | undefined
+}
+
 /** SQLite at `filename` (WAL, synchronous=NORMAL, foreign keys, busy_timeout), migrated. */
-export const layerFile = (filename: string) =>
+export const layerFile = (filename: string, options: FileOptions = {}) =>
   Layer.provideMerge(
     prepared(filename),
-    Layer.catchAll(SqliteClient.layer({ filename }), (e) => Layer.fail(new DatabaseUnavailable({ file: filename, reason: e.message })))
+    Layer.catchAll(SqliteClient.layer({ filename, backgroundCheckpoints: options.backgroundCheckpoints }), (e) => Layer.fail(new DatabaseUnavailable({ file: filename, reason: e.message })))
   )
 
 /** A Postgres URL as it may be shown: without its password. */
@@ -106,10 +111,10 @@ const privateFiles = (databaseFile: string) =>
   })
 
 /**
- * The host database: Postgres when a URL is configured (`database.url`, `PYNCHY_DATABASE_URL`),
+ * The configured database: Postgres when a URL is configured (`database.url`, `PYNCHY_DATABASE_URL`),
  * else `<dataDir>/pynchy.db`, creating the data dir (0700) and keeping its files 0600.
  */
-export const layer = Layer.unwrapEffect(
+const layerWith = (options: FileOptions) => Layer.unwrapEffect(
   Effect.gen(function* () {
     const { config, dataDir, databaseFile, databaseUrl } = yield* HostConfig
     const wide = yield* Effect.try({
@@ -119,6 +124,12 @@ export const layer = Layer.unwrapEffect(
     if (wide) yield* Effect.logWarning("the data dir is readable by other users (chmod 700 it)").pipe(Effect.annotateLogs({ dataDir }))
     // The data dir holds the gateway socket and workspaces whichever database holds the rows.
     if (Option.isSome(databaseUrl)) return layerPostgres(databaseUrl.value, { maxConnections: config.database.maxConnections })
-    return Layer.tap(layerFile(databaseFile), () => privateFiles(databaseFile))
+    return Layer.tap(layerFile(databaseFile, options), () => privateFiles(databaseFile))
   })
 )
+
+/** The configured database for a one-shot client (`pynchy send`, `status`, the MCP server). */
+export const layer = layerWith({})
+
+/** The configured database for the host: on SQLite, WAL checkpoints run in a worker thread. */
+export const layerHost = layerWith({ backgroundCheckpoints: true })

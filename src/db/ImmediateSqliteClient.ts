@@ -4,6 +4,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { Context, Deferred, Duration, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
 import { createRequire } from "node:module"
 import { type Program, type Step, Transactions } from "./Transactions.js"
+import * as WalCheckpointer from "./wal-checkpointer.js"
 
 /** The better-sqlite3 calls this client makes (the package ships no types). */
 interface BetterStatement {
@@ -39,6 +40,11 @@ export interface ImmediateSqliteClientConfig {
   readonly transformQueryNames?: ((str: string) => string) | undefined
   /** How long a writer waits for another process's write lock. Default 5 s. */
   readonly busyTimeout?: Duration.DurationInput | undefined
+  /**
+   * WAL checkpoints in a worker thread instead of inside the commit that fills the WAL
+   * (wal-checkpointer.ts): for the long-lived host, not for one-shot clients. Default false.
+   */
+  readonly backgroundCheckpoints?: boolean | undefined
 }
 
 /**
@@ -95,6 +101,8 @@ export const make = (options: ImmediateSqliteClientConfig) =>
       }),
       (d) => Effect.sync(() => d.close())
     )
+    const background = options.backgroundCheckpoints === true && options.readonly !== true && options.disableWAL !== true && filename !== ":memory:"
+    const { wrote } = background ? yield* WalCheckpointer.start(db, filename) : { wrote: () => {} }
     const clock = yield* Effect.clock
     const statement = statementCache(
       db,
@@ -109,6 +117,7 @@ export const make = (options: ImmediateSqliteClientConfig) =>
           const s = statement(sql)
           if (s.reader) return s.all(...params)
           const result = s.run(...params)
+          wrote()
           return raw ? result : []
         },
         catch: (cause) => failed(cause)
@@ -125,6 +134,7 @@ export const make = (options: ImmediateSqliteClientConfig) =>
             const s = statement(sql)
             if (!s.reader) {
               s.run(...params)
+              wrote()
               return []
             }
             try {
@@ -180,7 +190,14 @@ export const make = (options: ImmediateSqliteClientConfig) =>
     }
     // better-sqlite3 nests a transaction opened inside another as a savepoint.
     const runSync = <A>(f: () => A) =>
-      Effect.try({ try: () => db.transaction(f).immediate(), catch: (cause) => failed(cause, "synchronous transaction failed") })
+      Effect.try({
+        try: () => {
+          const result = db.transaction(f).immediate()
+          wrote()
+          return result
+        },
+        catch: (cause) => failed(cause, "synchronous transaction failed")
+      })
     // Not an optional dependency: the probe @effect/sql's own withTransaction makes to tell
     // whether this fiber is inside a transaction (then it already holds the connection).
     const inTransaction = Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), Option.isSome)
