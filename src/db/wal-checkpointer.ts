@@ -21,6 +21,8 @@ export const DEFAULT_PAGES = 1000
 export const BACKSTOP_PAGES = 4000
 /** How long after a write the worker checkpoints: at most four checkpoints a second, whatever the write rate. */
 const SETTLE_MS = 250
+/** The write at which the worker starts (a turn makes about ten; SQLite's first checkpoint comes after ~50 turns). */
+const START_AFTER_WRITES = 500
 /** How long a stop waits for the worker to close its connection before terminating it. */
 const STOP_MS = 2000
 
@@ -52,55 +54,71 @@ export interface CheckpointedConnection {
   pragma(sql: string): unknown
 }
 
+export interface CheckpointerOptions {
+  /** How long after a write the worker checkpoints. */
+  readonly settleMs?: number
+  /** The worker starts at this write (0: at once). */
+  readonly startAfterWrites?: number
+}
+
 /**
- * Starts the worker for `filename` (a file in WAL mode) and hands the connection's checkpoints to
- * it; the scope stops it (after it closes its connection) before the caller's connection closes.
+ * Hands the checkpoints of `db` (a connection to `filename`, in WAL mode) to a worker thread,
+ * started at the `startAfterWrites`-th write: about when SQLite's own first checkpoint would come
+ * (~50 turns), so an idle host does not carry the thread's memory (~9 MB). Until then SQLite
+ * checkpoints as usual. The scope stops the worker (after it closes its connection) before the
+ * caller's connection closes.
  */
-export const start = (db: CheckpointedConnection, filename: string, settleMs = SETTLE_MS): Effect.Effect<WalCheckpointer, never, Scope.Scope> =>
+export const start = (db: CheckpointedConnection, filename: string, options: CheckpointerOptions = {}): Effect.Effect<WalCheckpointer, never, Scope.Scope> =>
   Effect.gen(function* () {
+    const settleMs = options.settleMs ?? SETTLE_MS
+    const startAt = options.startAfterWrites ?? START_AFTER_WRITES
     const runtime = yield* Effect.runtime<never>()
     const state = new Int32Array(new SharedArrayBuffer(8))
-    let live = true
+    let worker: Worker | undefined
+    let writes = 0
+    // False once the worker failed or the scope closed: checkpoints stay on the connection.
+    let open = true
     const fallBack = (reason: string) => {
-      if (!live) return
-      live = false
+      if (!open) return
+      open = false
       db.pragma(`wal_autocheckpoint = ${DEFAULT_PAGES}`)
       Runtime.runFork(runtime)(Effect.logWarning("WAL checkpoints are back on the host's connection").pipe(Effect.annotateLogs({ file: filename, reason })))
     }
-    yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        db.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`)
-        const w = new Worker(workerSource, {
-          eval: true,
-          workerData: { module: createRequire(import.meta.url).resolve("better-sqlite3"), filename, state: state.buffer, settleMs }
-        })
-        w.on("error", (e) => fallBack(e.message))
-        w.on("exit", (code) => fallBack(`the checkpoint worker exited (${code})`))
-        // The host's exit does not wait for this thread.
-        w.unref()
-        return w
-      }),
-      (w) =>
-        Effect.async<void>((resume) => {
-          live = false
-          if (w.threadId === -1) return resume(Effect.void)
-          // A checkpoint stuck on the disk does not hold the host's exit.
-          const stuck = setTimeout(() => void w.terminate(), STOP_MS)
-          w.once("exit", () => {
-            clearTimeout(stuck)
-            resume(Effect.void)
-          })
-          Atomics.store(state, 1, 1)
-          Atomics.add(state, 0, 1)
-          Atomics.notify(state, 0)
-          Atomics.notify(state, 1)
-        })
-    )
-    return {
-      wrote: () => {
-        if (!live) return
+    const spawn = () => {
+      db.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`)
+      const w = new Worker(workerSource, {
+        eval: true,
+        workerData: { module: createRequire(import.meta.url).resolve("better-sqlite3"), filename, state: state.buffer, settleMs }
+      })
+      w.on("error", (e) => fallBack(e.message))
+      w.on("exit", (code) => fallBack(`the checkpoint worker exited (${code})`))
+      // The host's exit does not wait for this thread.
+      w.unref()
+      worker = w
+    }
+    const wrote = () => {
+      if (worker !== undefined) {
+        if (!open) return
         Atomics.add(state, 0, 1)
         Atomics.notify(state, 0)
-      }
+      } else if (open && ++writes >= startAt) spawn()
     }
+    yield* Effect.addFinalizer(() =>
+      Effect.async<void>((resume) => {
+        open = false
+        const w = worker
+        if (w === undefined || w.threadId === -1) return resume(Effect.void)
+        // A checkpoint stuck on the disk does not hold the host's exit.
+        const stuck = setTimeout(() => void w.terminate(), STOP_MS)
+        w.once("exit", () => {
+          clearTimeout(stuck)
+          resume(Effect.void)
+        })
+        Atomics.store(state, 1, 1)
+        Atomics.add(state, 0, 1)
+        Atomics.notify(state, 0)
+        Atomics.notify(state, 1)
+      }))
+    if (startAt === 0) spawn()
+    return { wrote }
   })

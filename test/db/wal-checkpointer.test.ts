@@ -58,7 +58,7 @@ describe("WAL checkpoints in a worker thread", () => {
     Effect.gen(function* () {
       const db = new Sqlite(path.join(tempDir(), "main.db"))
       yield* Effect.addFinalizer(() => Effect.sync(() => db.close()))
-      yield* WalCheckpointer.start(db, path.join(tempDir(), "no-such-dir", "x.db"))
+      yield* WalCheckpointer.start(db, path.join(tempDir(), "no-such-dir", "x.db"), { startAfterWrites: 0 })
       const pages = yield* eventually(() => {
         const n = db.pragma("wal_autocheckpoint", { simple: true }) as number
         return n === WalCheckpointer.DEFAULT_PAGES ? n : undefined
