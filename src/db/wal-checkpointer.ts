@@ -84,17 +84,23 @@ export const start = (db: CheckpointedConnection, filename: string, options: Che
       db.pragma(`wal_autocheckpoint = ${DEFAULT_PAGES}`)
       Runtime.runFork(runtime)(Effect.logWarning("WAL checkpoints are back on the host's connection").pipe(Effect.annotateLogs({ file: filename, reason })))
     }
+    // Runs inside a write's statement call: a failure to start must not turn that committed write
+    // into an error, so it only falls back.
     const spawn = () => {
-      db.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`)
-      const w = new Worker(workerSource, {
-        eval: true,
-        workerData: { module: createRequire(import.meta.url).resolve("better-sqlite3"), filename, state: state.buffer, settleMs }
-      })
-      w.on("error", (e) => fallBack(e.message))
-      w.on("exit", (code) => fallBack(`the checkpoint worker exited (${code})`))
-      // The host's exit does not wait for this thread.
-      w.unref()
-      worker = w
+      try {
+        const w = new Worker(workerSource, {
+          eval: true,
+          workerData: { module: createRequire(import.meta.url).resolve("better-sqlite3"), filename, state: state.buffer, settleMs }
+        })
+        w.on("error", (e) => fallBack(e.message))
+        w.on("exit", (code) => fallBack(`the checkpoint worker exited (${code})`))
+        // The host's exit does not wait for this thread.
+        w.unref()
+        worker = w
+        db.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`)
+      } catch (e) {
+        fallBack(e instanceof Error ? e.message : String(e))
+      }
     }
     const wrote = () => {
       if (worker !== undefined) {
