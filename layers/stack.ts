@@ -10,9 +10,6 @@ import type { SqlClient } from "@effect/sql"
 import { Cause, Effect, Layer, Option } from "effect"
 import { Approvals } from "../src/actions/Approvals.js"
 import * as Cluster from "../src/cluster/Cluster.js"
-import * as ClusterRuntimes from "../src/cluster/ClusterRuntimes.js"
-import { ClusterStore } from "../src/cluster/ClusterStore.js"
-import * as ConnectionEntity from "../src/cluster/ConnectionEntity.js"
 import { HostActions } from "../src/actions/HostActions.js"
 import { delegating } from "../src/runtimes/agent-session/DelegatingExecutor.js"
 import * as PluginChannels from "../src/channels/PluginChannels.js"
@@ -58,7 +55,7 @@ import { PublicUrl } from "../src/tunnels/PublicUrl.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
 import * as Metrics from "../src/telemetry/metrics.js"
 import * as Telemetry from "../src/telemetry/Telemetry.js"
-import { ControlUi } from "../src/ui/ControlUi.js"
+import type { ControlUi } from "../src/ui/ControlUi.js"
 
 export interface StackParts<EC, EP, ED, EE, ES, EA> {
   readonly config: Layer.Layer<HostConfig, EC>
@@ -124,10 +121,9 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   // 7 + 8. connection runtimes, in order, each ready before the next
   // What the built-in runtimes talk through (HttpClient) is a requirement a custom host may swap.
   // A cluster host joins the others here and starts the runtimes of the connections it is given.
-  const clusterRuntimes = Layer.merge(ClusterRuntimes.layer, ConnectionEntity.layer).pipe(Layer.provide(Layer.merge(Cluster.runnerLayer, ClusterStore.layer)))
   const runtimes = logged(
     "connection runtimes",
-    Layer.provide(Cluster.whenClustered(clusterRuntimes, connectionRuntimesLayer), Layer.merge(RuntimeContextsLive.layer, parts.httpClient ?? FetchHttpClient.layer))
+    Layer.provide(Cluster.whenClustered(Cluster.runnerRuntimes, connectionRuntimesLayer), Layer.merge(RuntimeContextsLive.layer, parts.httpClient ?? FetchHttpClient.layer))
   )
   // 9. interrupted turns dispatched
   const dispatch = logged("recovery: dispatch", dispatchLayer)
@@ -136,8 +132,9 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   // 10. channels, then ready
   const channels = logged("channels", PluginChannels.layer)
   // The Control UI (only with `ui:` in config) reads what every step above holds and binds the
-  // channel of its own connection.
-  const ui = Layer.unwrapEffect(Effect.map(HostConfig, ({ config }) => (config.ui === undefined ? Layer.empty : logged("control ui", ControlUi.layer))))
+  // channel of its own connection. Its module (and the HTTP server under it) loads only then.
+  const controlUi: typeof ControlUi.layer = Layer.unwrapEffect(Effect.map(Effect.promise(() => import("../src/ui/ControlUi.js")), (m) => m.ControlUi.layer))
+  const ui = Layer.unwrapEffect(Effect.map(HostConfig, ({ config }) => (config.ui === undefined ? Layer.empty : logged("control ui", controlUi))))
   const stack = logged("host", Host.layer).pipe(
     Layer.provideMerge(ui),
     Layer.provideMerge(channels),

@@ -9,38 +9,26 @@
  *   channel that delivers its replies.
  * - When a runner dies, its shard locks expire after `shardLockExpirationMs` and the survivors
  *   take its shards over: its singletons start again there (docs/deploy.md, "Several hosts").
+ *
+ * This module is what every host loads: the gate, the held connections and the choice between a
+ * single host and a runner. @effect/cluster, its RPC and its TCP and HTTP clients (undici) are in
+ * `./Runner.ts`, which only a cluster host loads (`runnerRuntimes`).
  */
 import * as EntityId from "@effect/cluster/EntityId"
-import { RunnerAddress } from "@effect/cluster/RunnerAddress"
-import * as Sharding from "@effect/cluster/Sharding"
-import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
-import * as SqlClient from "@effect/sql/SqlClient"
-import { Context, Duration, Effect, Layer, Option } from "effect"
+import type * as Sharding from "@effect/cluster/Sharding"
+import { Context, Effect, Layer, Option } from "effect"
 import { HostConfig } from "../config/HostConfig.js"
 import type { ClusterConfig } from "../config/cluster.js"
 import { MessageStore } from "../db/MessageStore.js"
 import type { ConversationId } from "../domain/ids.js"
 import { DispatchGate } from "../pipeline/DispatchGate.js"
+import type { runtimesLayer } from "./Runner.js"
 
 /** The singleton (and shard key) of a connection. */
 export const connectionSingleton = (connection: string) => `pynchy/connection/${connection}`
 
 /** The address other runners reach this one at, as the cluster's tables write it. */
 export const runnerAddressOf = (cluster: ClusterConfig) => `${cluster.host}:${cluster.port}`
-
-/** The @effect/cluster settings of a `cluster:` section (the lock timings are the failover bound). */
-export const shardingConfigOf = (cluster: ClusterConfig) => ({
-  runnerAddress: Option.some(RunnerAddress.make({ host: cluster.host, port: cluster.port })),
-  runnerListenAddress: cluster.listenHost === undefined ? Option.none() : Option.some(RunnerAddress.make({ host: cluster.listenHost, port: cluster.port })),
-  shardsPerGroup: cluster.shards,
-  shardLockExpiration: Duration.millis(cluster.shardLockExpirationMs),
-  shardLockRefreshInterval: Duration.millis(Math.min(cluster.shardLockRefreshMs, Math.floor(cluster.shardLockExpirationMs / 3))),
-  refreshAssignmentsInterval: Duration.millis(cluster.refreshAssignmentsMs),
-  // Shard locks as rows (cluster_locks), so `pynchy status` can count each runner's shards; a
-  // killed runner's rows expire after shardLockExpiration.
-  shardLockDisableAdvisory: true,
-  entityMessagePollInterval: Duration.seconds(2)
-})
 
 /** Wakes the holder of a connection about one of its conversations (set once the runner has joined). */
 export type Forward = (connection: string, conversationId: ConversationId) => Effect.Effect<void>
@@ -117,40 +105,15 @@ export const whenClustered = <A, E1, R1, E2, R2>(cluster: Layer.Layer<A, E1, R1>
  */
 export const holdingLayer = whenClustered(Layer.provideMerge(gateLayer, HeldConnections.layer), Layer.merge(HeldConnections.layer, DispatchGate.all))
 
-/** The advisory lock that orders the runners' starts on one database. */
-const RUNNER_START_LOCK = 0x70796e63
-
-/**
- * Builds `layer` while this host holds a Postgres advisory lock on a reserved connection, so the
- * hosts of a cluster build it one after another. The runner's SQL storage creates its tables with
- * `CREATE TABLE IF NOT EXISTS`, which Postgres does not make safe against itself: two hosts
- * starting at once on a new database may both create a table, and one fails (the three-host crash
- * drill once lost a host's start to it). The lock goes once the layer is built (or the session
- * ends, when a host dies while building), not when the layer closes.
- */
-const builtOneAtATime = <A, E, R>(layer: Layer.Layer<A, E, R>) =>
-  Layer.scopedContext(
-    Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
-      const outer = yield* Effect.scope
-      return yield* Effect.scoped(
-        Effect.gen(function* () {
-          const conn = yield* Effect.orDie(sql.reserve)
-          yield* Effect.orDie(conn.executeRaw(`SELECT pg_advisory_lock(${RUNNER_START_LOCK})`, []))
-          yield* Effect.addFinalizer(() => Effect.ignore(conn.executeRaw(`SELECT pg_advisory_unlock(${RUNNER_START_LOCK})`, [])))
-          return yield* Layer.buildWithScope(layer, outer)
-        })
-      )
-    })
-  )
-
-/** This host as a runner: Sharding on the shared database (SQL runner storage and message storage), reached over TCP. */
-export const runnerLayer = Layer.unwrapEffect(
-  Effect.map(HostConfig, ({ config }) =>
-    builtOneAtATime(NodeClusterSocket.layer({ storage: "sql", shardingConfig: shardingConfigOf(config.cluster) })).pipe(
-      Layer.tap(() => Effect.logInfo("cluster runner started").pipe(Effect.annotateLogs({ runner: runnerAddressOf(config.cluster) })))
-    ))
-)
-
 /** The shard a connection's singleton lives on (as Sharding computes it). */
 export const shardOf = (sharding: Sharding.Sharding["Type"], connection: string) => sharding.getShardId(EntityId.make(connectionSingleton(connection)), "default")
+
+/**
+ * A cluster host's connection runtimes: it joins the other runners (./Runner.ts, loaded here, so a
+ * single host never loads @effect/cluster) and starts the runtimes of the connections it is given.
+ */
+export const runnerRuntimes: Layer.Layer<
+  Layer.Layer.Success<typeof runtimesLayer>,
+  Layer.Layer.Error<typeof runtimesLayer>,
+  Layer.Layer.Context<typeof runtimesLayer>
+> = Layer.unwrapEffect(Effect.map(Effect.promise(() => import("./Runner.js")), (runner) => runner.runtimesLayer))

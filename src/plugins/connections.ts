@@ -17,6 +17,27 @@ export const connectionsOfKind = (config: PynchyConfig, kind: string): ReadonlyA
     .map(([name, raw]) => ({ name, raw, routed: config.routes.some((r) => r.enabled && r.connection === name) }))
 
 /**
+ * The runtimes of a built-in channel plugin: the settings of every connection of `kind` are
+ * decoded (bad settings throw, routed or not, so they are reported either way), then each routed
+ * one gets a runtime from `load`'s factory. `load` imports the runtime's module, so a host without
+ * a routed connection of the kind never loads the platform's client.
+ */
+export const routedRuntimes = async <S, R>(
+  config: PynchyConfig,
+  kind: string,
+  decode: (name: string, raw: Readonly<Record<string, unknown>>) => S,
+  load: () => Promise<(connection: { readonly name: string; readonly settings: S }) => R>
+): Promise<Array<R>> => {
+  const routed = connectionsOfKind(config, kind).flatMap(({ name, raw, routed }) => {
+    const settings = decode(name, raw)
+    return routed ? [{ name, settings }] : []
+  })
+  if (routed.length === 0) return []
+  const make = await load()
+  return routed.map(make)
+}
+
+/**
  * Routed connections declared in `connections:` that no plugin serves (its kind is unknown, or
  * its plugin is disabled): their messages would never arrive.
  */

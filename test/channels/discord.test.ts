@@ -340,8 +340,8 @@ describe("Discord settings", () => {
     const none = Either.getOrThrow(decodeConfig({ ...base, routes: [] }, "t"))
     const one = Either.getOrThrow(decodeConfig({ ...base, routes: [{ connection: "dc", place: "*", workspace: "main" }] }, "t"))
     const runtimesOf = (config: typeof none) =>
-      plugin.connectionRuntime({ config, connectionConfig: (n: string) => (config.connections as Record<string, Record<string, unknown>>)[n] }) as ReadonlyArray<{ name: string }>
-    assert.deepStrictEqual(runtimesOf(none), [])
-    assert.strictEqual(runtimesOf(one)[0]!.name, "dc")
+      plugin.connectionRuntime({ config, connectionConfig: (n: string) => (config.connections as Record<string, Record<string, unknown>>)[n] }) as Promise<ReadonlyArray<{ name: string }>>
+    assert.deepStrictEqual(await runtimesOf(none), [])
+    assert.strictEqual((await runtimesOf(one))[0]!.name, "dc")
   })
 })

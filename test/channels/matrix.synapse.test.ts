@@ -437,9 +437,9 @@ describe("Matrix settings", () => {
     const none = Either.getOrThrow(decodeConfig({ ...base, routes: [{ connection: "mx", place: "!r:h", workspace: "main", enabled: false }] }, "t"))
     const one = Either.getOrThrow(decodeConfig({ ...base, routes: [{ connection: "mx", place: "!r:h", workspace: "main" }] }, "t"))
     const ctx = (config: typeof none) => ({ config, connectionConfig: (n: string) => (config.connections as Record<string, Record<string, unknown>>)[n] })
-    const runtimesOf = (config: typeof none) => plugin.connectionRuntime(ctx(config)) as ReadonlyArray<{ name: string; isReady: Effect.Effect<boolean> }>
-    assert.deepStrictEqual(runtimesOf(none), [])
-    const [rt] = runtimesOf(one)
+    const runtimesOf = (config: typeof none) => plugin.connectionRuntime(ctx(config)) as Promise<ReadonlyArray<{ name: string; isReady: Effect.Effect<boolean> }>>
+    assert.deepStrictEqual(await runtimesOf(none), [])
+    const [rt] = await runtimesOf(one)
     assert.strictEqual(rt!.name, "mx")
     assert.isFalse(Effect.runSync(rt!.isReady))
   })

@@ -352,8 +352,8 @@ describe("Slack settings", () => {
     const none = Either.getOrThrow(decodeConfig({ ...base, routes: [] }, "t"))
     const one = Either.getOrThrow(decodeConfig({ ...base, routes: [{ connection: "sl", place: "*", workspace: "main" }] }, "t"))
     const runtimesOf = (config: typeof none) =>
-      plugin.connectionRuntime({ config, connectionConfig: (n: string) => (config.connections as Record<string, Record<string, unknown>>)[n] }) as ReadonlyArray<{ name: string }>
-    assert.deepStrictEqual(runtimesOf(none), [])
-    assert.strictEqual(runtimesOf(one)[0]!.name, "sl")
+      plugin.connectionRuntime({ config, connectionConfig: (n: string) => (config.connections as Record<string, Record<string, unknown>>)[n] }) as Promise<ReadonlyArray<{ name: string }>>
+    assert.deepStrictEqual(await runtimesOf(none), [])
+    assert.strictEqual((await runtimesOf(one))[0]!.name, "sl")
   })
 })

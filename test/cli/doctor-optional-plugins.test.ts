@@ -2,7 +2,7 @@
 import { assert, describe, it } from "vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { optionalPluginChecks } from "../../src/cli/commands/doctor.js"
+import { optionalPluginChecks } from "../../src/cli/commands/doctor-checks.js"
 import { tempDir } from "../support/db.js"
 
 const line = (root: string, workspaces: Array<{ id: string; agentCore?: string }>) => optionalPluginChecks(workspaces, root).find((c) => c.name === "claude-code")!

@@ -1,8 +1,6 @@
 import * as path from "node:path"
 import { definePlugin } from "../../plugins/contract.js"
-import { connectionsOfKind } from "../../plugins/connections.js"
-import type { NativeConnectionRuntime } from "../../runtimes/native-runtime.js"
-import { makeDiscordRuntime } from "./DiscordRuntime.js"
+import { routedRuntimes } from "../../plugins/connections.js"
 import { decodeDiscordSettings } from "./settings.js"
 
 /**
@@ -13,12 +11,6 @@ import { decodeDiscordSettings } from "./settings.js"
 export default definePlugin({
   name: "discord",
   description: "Discord channels, threads and DMs through discord.js (gateway with RESUME, catch-up from a durable cursor, nonce-deduplicated sends, long replies in parts, files in and out)",
-  connectionRuntime: ({ config }) => {
-    const runtimes: Array<NativeConnectionRuntime> = []
-    for (const { name, raw, routed } of connectionsOfKind(config, "discord")) {
-      const settings = decodeDiscordSettings(name, raw)
-      if (routed) runtimes.push(makeDiscordRuntime({ name, settings, dataDir: path.resolve(config.dataDir), files: config.files }))
-    }
-    return runtimes
-  }
+  connectionRuntime: ({ config }) =>
+    routedRuntimes(config, "discord", decodeDiscordSettings, () => import("./DiscordRuntime.js").then((m) => (c) => m.makeDiscordRuntime({ ...c, dataDir: path.resolve(config.dataDir), files: config.files })))
 })

@@ -1,7 +1,6 @@
 import * as path from "node:path"
 import { definePlugin } from "../../plugins/contract.js"
-import { type HttpRuntime, makeHttpRuntime } from "./HttpRuntime.js"
-import { connectionsOfKind } from "../../plugins/connections.js"
+import { routedRuntimes } from "../../plugins/connections.js"
 import { decodeHttpSettings } from "./settings.js"
 
 /**
@@ -11,13 +10,6 @@ import { decodeHttpSettings } from "./settings.js"
 export default definePlugin({
   name: "http",
   description: "HTTP API on loopback: post messages, read and stream replies (bearer tokens, stored hashed)",
-  connectionRuntime: ({ config }) => {
-    const runtimes: Array<HttpRuntime> = []
-    for (const { name, raw, routed } of connectionsOfKind(config, "http")) {
-      // Decoded even when unrouted, so bad settings are reported either way.
-      const settings = decodeHttpSettings(name, raw)
-      if (routed) runtimes.push(makeHttpRuntime({ name, settings, dataDir: path.resolve(config.dataDir), files: config.files }))
-    }
-    return runtimes
-  }
+  connectionRuntime: ({ config }) =>
+    routedRuntimes(config, "http", decodeHttpSettings, () => import("./HttpRuntime.js").then((m) => (c) => m.makeHttpRuntime({ ...c, dataDir: path.resolve(config.dataDir), files: config.files })))
 })

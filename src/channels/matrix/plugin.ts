@@ -1,8 +1,6 @@
 import * as path from "node:path"
-import type { NativeConnectionRuntime } from "../../runtimes/native-runtime.js"
 import { definePlugin } from "../../plugins/contract.js"
-import { makeMatrixRuntime } from "./MatrixRuntime.js"
-import { connectionsOfKind } from "../../plugins/connections.js"
+import { routedRuntimes } from "../../plugins/connections.js"
 import { decodeMatrixSettings } from "./settings.js"
 
 /**
@@ -13,13 +11,6 @@ import { decodeMatrixSettings } from "./settings.js"
 export default definePlugin({
   name: "matrix",
   description: "Matrix rooms over the Client-Server API (sync loop, durable cursor, idempotent sends; no E2EE)",
-  connectionRuntime: ({ config }) => {
-    const runtimes: Array<NativeConnectionRuntime> = []
-    for (const { name, raw, routed } of connectionsOfKind(config, "matrix")) {
-      // Decoded even when unrouted, so bad settings are reported either way.
-      const settings = decodeMatrixSettings(name, raw)
-      if (routed) runtimes.push(makeMatrixRuntime({ name, settings, dataDir: path.resolve(config.dataDir), files: config.files }))
-    }
-    return runtimes
-  }
+  connectionRuntime: ({ config }) =>
+    routedRuntimes(config, "matrix", decodeMatrixSettings, () => import("./MatrixRuntime.js").then((m) => (c) => m.makeMatrixRuntime({ ...c, dataDir: path.resolve(config.dataDir), files: config.files })))
 })

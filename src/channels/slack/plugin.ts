@@ -1,8 +1,6 @@
 import { definePlugin } from "../../plugins/contract.js"
-import { connectionsOfKind } from "../../plugins/connections.js"
-import type { NativeConnectionRuntime } from "../../runtimes/native-runtime.js"
+import { routedRuntimes } from "../../plugins/connections.js"
 import { decodeSlackSettings } from "./settings.js"
-import { makeSlackRuntime } from "./SlackRuntime.js"
 
 /**
  * The built-in Slack integration: one connection runtime per `kind: slack` connection that has at
@@ -12,12 +10,6 @@ import { makeSlackRuntime } from "./SlackRuntime.js"
 export default definePlugin({
   name: "slack",
   description: "Slack channels, DMs and threads through @slack/bolt (Socket Mode or signed HTTP events, mrkdwn, long replies in parts, files in and out)",
-  connectionRuntime: ({ config }) => {
-    const runtimes: Array<NativeConnectionRuntime> = []
-    for (const { name, raw, routed } of connectionsOfKind(config, "slack")) {
-      const settings = decodeSlackSettings(name, raw)
-      if (routed) runtimes.push(makeSlackRuntime({ name, settings, files: config.files }))
-    }
-    return runtimes
-  }
+  connectionRuntime: ({ config }) =>
+    routedRuntimes(config, "slack", decodeSlackSettings, () => import("./SlackRuntime.js").then((m) => (c) => m.makeSlackRuntime({ ...c, files: config.files })))
 })

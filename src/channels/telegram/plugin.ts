@@ -1,9 +1,7 @@
 import * as path from "node:path"
 import { definePlugin } from "../../plugins/contract.js"
-import { connectionsOfKind } from "../../plugins/connections.js"
-import type { NativeConnectionRuntime } from "../../runtimes/native-runtime.js"
+import { routedRuntimes } from "../../plugins/connections.js"
 import { decodeTelegramSettings } from "./settings.js"
-import { makeTelegramRuntime } from "./TelegramRuntime.js"
 
 /**
  * The built-in Telegram integration: one connection runtime per `kind: telegram` connection that
@@ -13,12 +11,6 @@ import { makeTelegramRuntime } from "./TelegramRuntime.js"
 export default definePlugin({
   name: "telegram",
   description: "Telegram chats through the Bot API (grammy; long polling with a durable offset, or a webhook; MarkdownV2, long replies in parts)",
-  connectionRuntime: ({ config }) => {
-    const runtimes: Array<NativeConnectionRuntime> = []
-    for (const { name, raw, routed } of connectionsOfKind(config, "telegram")) {
-      const settings = decodeTelegramSettings(name, raw)
-      if (routed) runtimes.push(makeTelegramRuntime({ name, settings, dataDir: path.resolve(config.dataDir), files: config.files }))
-    }
-    return runtimes
-  }
+  connectionRuntime: ({ config }) =>
+    routedRuntimes(config, "telegram", decodeTelegramSettings, () => import("./TelegramRuntime.js").then((m) => (c) => m.makeTelegramRuntime({ ...c, dataDir: path.resolve(config.dataDir), files: config.files })))
 })

@@ -7,7 +7,7 @@ import { detectTunnels, publicUrl, type TunnelReport } from "../../tunnels/detec
 import { HostConfig } from "../../config/HostConfig.js"
 import { McpHost } from "../../mcp/McpHost.js"
 import { PluginRegistry } from "../../plugins/PluginRegistry.js"
-import type { Check } from "./doctor.js"
+import type { Check } from "./doctor-checks.js"
 import { BUILTINS } from "../../builtins/list.js"
 
 /**

@@ -24,7 +24,7 @@ export interface ChatView {
 
 const line = (l: ChatLine): Html =>
   html`<li class="line ${l.who}"${l.key !== undefined ? html` data-key="${l.key}"` : ""}><span class="who">${l.who}</span>
-<span class="text">${l.text}</span> <span class="at">${time(l.at)}${l.messageId !== undefined ? html` · <a href="/messages/${l.messageId}">trace</a>` : ""}</span></li>`
+<span class="text">${l.text}</span> <span class="at">${time(l.at)}${l.messageId !== undefined ? html` &middot; <a href="/messages/${l.messageId}">trace</a>` : ""}</span></li>`
 
 export const chatBody = (v: ChatView): Html => html`<h1>Chat <small>ui:${v.place}</small></h1>
 ${v.routed ? "" : html`<p class="error" role="alert">No enabled route covers connection <code>ui</code>, place <code>${v.place}</code>: add

@@ -24,7 +24,7 @@ export const page = (options: PageOptions, body: Html): string =>
   "<!doctype html>" + html`<html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 ${options.user ? html`<meta name="csrf" content="${options.user.csrf}">` : ""}
-<title>${options.title} · Pynchy</title>
+<title>${options.title} &middot; Pynchy</title>
 <link rel="stylesheet" href="/assets/ui.css">
 <script src="/assets/ui.js" defer></script>
 </head><body${options.live ? html` data-live="/live"` : ""}>
