@@ -103,7 +103,7 @@ const measure = async (withRuntimes: boolean) => {
 }
 
 const ensureBundle = () => {
-  if (fs.existsSync(path.join(ROOT, "dist/pynchy.mjs"))) return
+  if (fs.existsSync(path.join(ROOT, "dist/pynchy.cjs"))) return
   const r = spawnSync(process.execPath, ["scripts/build.mjs"], { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"] })
   if (r.status !== 0) throw new Error(`node scripts/build.mjs failed (exit ${r.status})`)
 }

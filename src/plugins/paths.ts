@@ -14,7 +14,7 @@ let cachedRoot: string | undefined
 
 /**
  * The folder of the host's own package.json. The same walk works from the sources (src/plugins/)
- * and from the bundle (dist/pynchy.mjs), since both sit one level or two below it.
+ * and from the bundle (dist/pynchy.cjs), since both sit one level or two below it.
  */
 export const hostPackageRoot = (): string =>
   (cachedRoot ??= upFrom(path.dirname(fileURLToPath(import.meta.url)), (dir) =>
