@@ -46,11 +46,13 @@ try {
 }
 
 // Strict, as the ES modules the bundle was made of were.
+// node 20 loses a cached script's import() callback: the bundle imports through this module's
+// (src/system/import-module.ts), which resolves from the package just as the bundle would.
+globalThis[Symbol.for("pynchy.import")] = (specifier) => import(specifier)
+
 const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {"use strict";${source}\n})`, {
   filename: bundle,
-  cachedData,
-  // import() in the bundle (OpenTelemetry, the platforms' SDKs, the MCP SDK) goes to node's own loader.
-  importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER
+  cachedData
 })
 
 if (cachedData === undefined || script.cachedDataRejected) {

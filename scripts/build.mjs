@@ -31,6 +31,19 @@ const assertAscii = (file) => {
   }
 }
 
+/**
+ * node 20 loses the import() callback of a script compiled from a code cache, so the bundle's one
+ * import() is src/system/import-module.ts's fallback, which the bundle never reaches (the entry
+ * point lends it its own). Any other, from our code or a bundled package, fails the build here.
+ */
+const assertOneImport = (file) => {
+  const text = readFileSync(file, "utf8")
+  const found = [...text.matchAll(/\bimport\(/g)].map((m) => text.slice(m.index, m.index + 40))
+  if (found.length !== 1 || !found[0].startsWith("import(specifier)")) {
+    throw new Error(`${file}: import() other than src/system/import-module.ts's; use importModule there instead:\n  ${found.join("\n  ")}`)
+  }
+}
+
 const cli = async () => {
   const result = await build({
     ...common,
@@ -43,14 +56,16 @@ const cli = async () => {
     minifyWhitespace: true,
     legalComments: "none",
     metafile: true,
-    // OpenTelemetry is imported only when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/telemetry/Telemetry.ts).
-    external: ["better-sqlite3", "@modelcontextprotocol/sdk", "zod", "@parcel/watcher", "msgpackr-extract", "gpt-tokenizer", "grammy", "@slack/bolt", "@slack/socket-mode", "discord.js", "@effect/opentelemetry", "@effect/opentelemetry/*", "@opentelemetry/*"],
+    // Outside: the native driver, and the optional SDKs a host may not have or use (imported
+    // through src/system/import-module.ts; OpenTelemetry only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
+    external: ["better-sqlite3", "@parcel/watcher", "msgpackr-extract", "gpt-tokenizer", "grammy", "@slack/bolt", "@slack/socket-mode", "discord.js", "@effect/opentelemetry", "@effect/opentelemetry/*", "@opentelemetry/*"],
     // The sources are ES modules; the few that locate files from import.meta.url get the bundle's.
     define: { "import.meta.url": "__pynchyImportMetaUrl" },
     banner: { js: `/* pynchy-bundle ${HASH_PLACEHOLDER} */\nvar __pynchyImportMetaUrl = require("node:url").pathToFileURL(__filename).href;` }
   })
   const file = "dist/pynchy.cjs"
   assertAscii(file)
+  assertOneImport(file)
   const text = readFileSync(file, "utf8")
   writeFileSync(file, text.replace(HASH_PLACEHOLDER, createHash("sha256").update(text).digest("hex")))
   // What the bundle holds, by input (`npm run bench -- foundation` reads it when asked to).

@@ -4,6 +4,7 @@
  * models, aliases) gets an estimate of one token per four characters, rounded up.
  */
 import { Effect } from "effect"
+import { importModule } from "../system/import-module.js"
 
 export interface TokenCounter {
   /** `o200k_base`, `cl100k_base` or `estimate`. */
@@ -37,7 +38,7 @@ export const counterFor = (model: string | null): Effect.Effect<TokenCounter> =>
   if (known !== undefined) return Effect.succeed(known)
   let p = loaded.get(encoding)
   if (p === undefined) {
-    p = (encoding === "o200k_base" ? import("gpt-tokenizer/encoding/o200k_base") : import("gpt-tokenizer/encoding/cl100k_base")).then(
+    p = importModule<typeof import("gpt-tokenizer/encoding/o200k_base")>(`gpt-tokenizer/encoding/${encoding}`).then(
       (m): TokenCounter => ({ name: encoding, count: (text) => m.countTokens(text) }),
       // A tokenizer that cannot load is no reason to fail a turn: the estimate stands in.
       () => estimate

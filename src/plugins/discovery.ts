@@ -11,6 +11,7 @@ import { PluginFault, type PluginSource, SkippedPlugin } from "./errors.js"
 import { installCommand, isInstalled, OPTIONAL_PLUGINS } from "./first-party.js"
 import { installedPackageDir } from "./paths.js"
 import type { Candidate } from "./registry.js"
+import { importModule } from "../system/import-module.js"
 
 /** A built-in plugin entry (the list is src/builtins/list.ts): its name, the optional package it needs, a lazy `load`. */
 export interface BuiltinPlugin {
@@ -155,7 +156,7 @@ const describe = (error: unknown) => {
 
 const importPlugin = (plan: Plan, timeout: Duration.DurationInput) =>
   Effect.tryPromise({
-    try: () => import(pathToFileURL(plan.entry).href) as Promise<Record<string, unknown>>,
+    try: () => importModule(pathToFileURL(plan.entry).href),
     catch: (error) => loadFault(plan.label, `import failed: ${describe(error)}`)
   }).pipe(
     Effect.timeoutFail({ duration: timeout, onTimeout: () => loadFault(plan.label, `import did not finish within ${Duration.format(Duration.decode(timeout))}`) }),

@@ -15,6 +15,7 @@
  */
 import { Config, Effect, Layer, Option, Tracer } from "effect"
 import { VERSION } from "../version.js"
+import { importModule } from "../system/import-module.js"
 
 export interface TelemetrySettings {
   /** The OTLP/HTTP base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` gives it. */
@@ -29,12 +30,12 @@ export const signalUrl = (endpoint: string, signal: "traces" | "metrics") => `${
 
 const load = () =>
   Promise.all([
-    import("@effect/opentelemetry/NodeSdk"),
-    import("@effect/opentelemetry/Tracer"),
-    import("@opentelemetry/sdk-trace-base"),
-    import("@opentelemetry/sdk-metrics"),
-    import("@opentelemetry/exporter-trace-otlp-http"),
-    import("@opentelemetry/exporter-metrics-otlp-http")
+    importModule<typeof import("@effect/opentelemetry/NodeSdk")>("@effect/opentelemetry/NodeSdk"),
+    importModule<typeof import("@effect/opentelemetry/Tracer")>("@effect/opentelemetry/Tracer"),
+    importModule<typeof import("@opentelemetry/sdk-trace-base")>("@opentelemetry/sdk-trace-base"),
+    importModule<typeof import("@opentelemetry/sdk-metrics")>("@opentelemetry/sdk-metrics"),
+    importModule<typeof import("@opentelemetry/exporter-trace-otlp-http")>("@opentelemetry/exporter-trace-otlp-http"),
+    importModule<typeof import("@opentelemetry/exporter-metrics-otlp-http")>("@opentelemetry/exporter-metrics-otlp-http")
   ])
 
 const STATEMENT_SPAN = "sql.execute"

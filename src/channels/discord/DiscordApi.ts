@@ -12,6 +12,7 @@
 import { type Duration, Effect, Schema } from "effect"
 import type { REST } from "discord.js"
 import { readCapped } from "../../files/download.js"
+import { importModule } from "../../system/import-module.js"
 
 export class DiscordApiError extends Schema.TaggedError<DiscordApiError>()("DiscordApiError", {
   operation: Schema.String,
@@ -142,7 +143,7 @@ export const download = (url: string, maxBytes: number, timeout: Duration.Durati
 
 /** discord.js itself, or a typed failure naming the missing package. */
 export const loadDiscord = Effect.tryPromise({
-  try: () => import("discord.js"),
+  try: () => importModule<typeof import("discord.js")>("discord.js"),
   catch: () => new DiscordApiError({ operation: "load discord.js", description: "the optional package 'discord.js' is not installed (npm install discord.js)" })
 })
 

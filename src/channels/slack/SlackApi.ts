@@ -12,6 +12,7 @@
  */
 import { Effect, Schema } from "effect"
 import type * as Bolt from "@slack/bolt"
+import { importModule } from "../../system/import-module.js"
 
 export class SlackApiError extends Schema.TaggedError<SlackApiError>()("SlackApiError", {
   operation: Schema.String,
@@ -63,7 +64,7 @@ export const toSlackError = (operation: string) => (e: unknown): SlackApiError =
 
 /** @slack/bolt itself, or a typed failure naming the missing package. */
 export const loadBolt = Effect.tryPromise({
-  try: (): Promise<typeof Bolt> => import("@slack/bolt"),
+  try: () => importModule<typeof Bolt>("@slack/bolt"),
   catch: () => new SlackApiError({ operation: "load @slack/bolt", error: "the optional package '@slack/bolt' is not installed (npm install @slack/bolt)" })
 })
 

@@ -46,6 +46,7 @@ import { fromSlackText, toMrkdwn } from "./mrkdwn.js"
 import { boltLogger, SocketBridge } from "./receivers.js"
 import type { SlackSettings } from "./settings.js"
 import * as SlackApi from "./SlackApi.js"
+import { importModule } from "../../system/import-module.js"
 
 export class SlackRuntimeError extends Schema.TaggedError<SlackRuntimeError>()("SlackRuntimeError", {
   connection: Schema.String,
@@ -260,7 +261,7 @@ export const makeSlackRuntime = (options: SlackRuntimeOptions): NativeConnection
       if (receiver instanceof SocketBridge) {
         const appToken = yield* readSecret(name, "appTokenEnv", settings.appTokenEnv!)
         const { SocketModeClient } = yield* Effect.tryPromise({
-          try: () => import("@slack/socket-mode"),
+          try: () => importModule<typeof import("@slack/socket-mode")>("@slack/socket-mode"),
           catch: () => new SlackRuntimeError({ connection: name, operation: "start", reason: "the package '@slack/socket-mode' (installed with @slack/bolt) cannot be loaded" })
         })
         /** One connection: fails if it cannot be opened; succeeds when an open one closes. */

@@ -12,6 +12,7 @@
 import { Effect, Schema } from "effect"
 import type { Api } from "grammy"
 import { readCapped } from "../../files/download.js"
+import { importModule } from "../../system/import-module.js"
 
 export class TelegramApiError extends Schema.TaggedError<TelegramApiError>()("TelegramApiError", {
   operation: Schema.String,
@@ -115,7 +116,7 @@ const Me = Schema.Struct({ id: Schema.Number, username: Schema.optional(Schema.S
 
 /** grammy itself, or a typed failure naming the missing package. */
 export const loadGrammy = Effect.tryPromise({
-  try: () => import("grammy"),
+  try: () => importModule<typeof import("grammy")>("grammy"),
   catch: () => new TelegramApiError({ operation: "load grammy", description: "the optional package 'grammy' is not installed (npm install grammy)" })
 })
 

@@ -4,6 +4,7 @@ import { createRequire } from "node:module"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { AgentSessionRuntimeRegistry } from "./AgentSessionRuntimeRegistry.js"
+import { importModule } from "../../system/import-module.js"
 
 export interface LoadedModule {
   readonly specifier: string
@@ -56,9 +57,9 @@ const importSpecifier = (specifier: string, cwd: string): Promise<Record<string,
   const isPath = path.isAbsolute(specifier) || specifier.startsWith(".") || fs.existsSync(asPath)
   if (isPath) {
     if (!fs.existsSync(asPath)) return Promise.reject(new Skip("module_not_found", `no file at ${asPath}`))
-    return import(pathToFileURL(asPath).href)
+    return importModule(pathToFileURL(asPath).href)
   }
-  return import(specifier).catch((first: unknown) => {
+  return importModule(specifier).catch((first: unknown) => {
     if (!notFound(first)) throw first
     let resolved: string
     try {
@@ -66,7 +67,7 @@ const importSpecifier = (specifier: string, cwd: string): Promise<Record<string,
     } catch {
       throw new Skip("module_not_found", `cannot resolve package '${specifier}' from this package or from ${cwd}`)
     }
-    return import(pathToFileURL(resolved).href)
+    return importModule(pathToFileURL(resolved).href)
   })
 }
 

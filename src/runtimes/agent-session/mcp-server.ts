@@ -28,7 +28,7 @@ const conversationIdOf = (raw: string) =>
 
 /**
  * The SDK and zod are imported when a server is made, not when the CLI bundle loads: a static
- * import of an external package is hoisted to the bundle's top and would load for every command.
+ * import would make every command initialize them.
  */
 const loadSdk = Effect.promise(() =>
   Promise.all([import("@modelcontextprotocol/sdk/server/mcp.js"), import("@modelcontextprotocol/sdk/server/stdio.js"), import("zod")])
