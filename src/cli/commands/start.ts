@@ -3,7 +3,7 @@ import { Console, Effect, Layer, Option } from "effect"
 import { HostConfig } from "../../config/HostConfig.js"
 import { ROLLBACK_EXIT_CODE } from "../../host/DeployRollback.js"
 import type { RuntimeEntry } from "../../runtimes/ConnectionRuntimes.js"
-import { sandboxWarning } from "../../sandbox/select.js"
+import { bwrapProbe, sandboxWarning } from "../../sandbox/select.js"
 import { embeddedChat } from "./chat.js"
 
 /**
@@ -37,8 +37,9 @@ const headless = Options.boolean("headless").pipe(
  * Runs a host stack until SIGINT/SIGTERM. In an interactive terminal (stdin and stdout a TTY, no
  * --headless) it opens the chat there, with the host's log in a file; otherwise it runs headless,
  * logging to stderr. A start rolled back during a deploy exits 75.
- * Agents that would run unisolated (`auto` without bwrap), or turns that would fail because bwrap
- * cannot start a sandbox, get one WARN line before the host starts.
+ * Agents that would run unisolated (`auto` without bwrap) get one WARN line before the host
+ * starts. Turns that would fail because bwrap cannot start a sandbox get one too, once the probe
+ * (a real sandbox, ~100 ms) answers: it runs while the host starts.
  */
 export const start = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer.Layer<never, E>) =>
   Command.make("start", { headless }, ({ headless }) =>
@@ -47,8 +48,9 @@ export const start = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer
       const config = yield* Effect.option(HostConfig.load)
       yield* guardShutdown(Option.match(config, { onNone: () => 15_000, onSome: (c) => c.config.limits.shutdownTimeoutMs }))
       if (Option.isSome(config)) {
-        const warning = yield* sandboxWarning(config.value.config)
-        if (warning !== undefined) yield* Effect.logWarning(warning)
+        const warn = Effect.flatMap(sandboxWarning(config.value.config), (w) => (w === undefined ? Effect.void : Effect.logWarning(w)))
+        if (bwrapProbe.installed()) yield* Effect.fork(warn)
+        else yield* warn
       }
       return yield* Layer.launch(makeHost([]))
     }).pipe(

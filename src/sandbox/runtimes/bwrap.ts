@@ -6,7 +6,7 @@
  * token) travel on fd 3, never argv. When the host is root the sandbox runs as an unprivileged
  * host user (src/system/sandbox-user.ts), reached through the launcher (launcher.ts).
  */
-import { execFileSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { CORE_INSIDE, ENTRY_INSIDE, HOME_INSIDE, isSafeName, PACKAGES_INSIDE, runnerEnv, SANDBOX_PATHS, type SandboxRuntime, type SandboxSpec } from "../runtime.js"
@@ -118,8 +118,31 @@ const resolveCommand = (cmd: string): string => {
   return `/usr/bin/${cmd}`
 }
 
-let probed: { ok: boolean; reason?: string } | undefined
+type Probe = { readonly ok: boolean; readonly reason?: string }
+
+/**
+ * Whether bwrap can start a sandbox here: one real launch of `/usr/bin/true`, made once per
+ * process (the first caller's launch; the others wait for it). It runs as a child process, so
+ * the host goes on starting meanwhile (`pynchy start` asks before it builds the host).
+ */
+let probing: Promise<Probe> | undefined
 let swept = false
+
+const probe = (bwrap: string): Promise<Probe> => {
+  if (!fs.existsSync(bwrap)) return Promise.resolve({ ok: false, reason: "bwrap is not installed (apt-get install bubblewrap)" })
+  if (!fs.existsSync(PERL)) return Promise.resolve({ ok: false, reason: `the bwrap launcher needs ${PERL} (Debian's perl-base)` })
+  if (!launcherSupported() || seccompProgram() === undefined) return Promise.resolve({ ok: false, reason: `no seccomp filter for ${process.arch}` })
+  return new Promise((resolve) => {
+    try {
+      // The real path: the launcher (and, as root, the drop to the sandbox user) then an unprivileged bwrap.
+      const l = launch({ procsFiles: [], user: sandboxUser(), stage: [] }, bwrap, ["--unshare-all", "--unshare-user", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "/usr/bin/true"])
+      execFile(l.command, l.args, { env: { ...LAUNCH_ENV }, cwd: "/", timeout: 10_000 }, (error) =>
+        resolve(error === null ? { ok: true } : { ok: false, reason: "bwrap cannot create namespaces here (as the sandbox user)" }))
+    } catch {
+      resolve({ ok: false, reason: "bwrap cannot create namespaces here (as the sandbox user)" })
+    }
+  })
+}
 
 export const make = (options: BwrapOptions = {}): SandboxRuntime => {
   const bwrap = resolveCommand(options.bwrap ?? "bwrap")
@@ -127,21 +150,7 @@ export const make = (options: BwrapOptions = {}): SandboxRuntime => {
   return {
     name: "bwrap",
     isolates: true,
-    available: async () => {
-      if (probed !== undefined) return probed
-      if (!fs.existsSync(bwrap)) return (probed = { ok: false, reason: "bwrap is not installed (apt-get install bubblewrap)" })
-      if (!fs.existsSync(PERL)) return (probed = { ok: false, reason: `the bwrap launcher needs ${PERL} (Debian's perl-base)` })
-      if (!launcherSupported() || seccompProgram() === undefined) return (probed = { ok: false, reason: `no seccomp filter for ${process.arch}` })
-      try {
-        // The real path: the launcher (and, as root, the drop to the sandbox user) then an unprivileged bwrap.
-        const l = launch({ procsFiles: [], user: sandboxUser(), stage: [] }, bwrap, ["--unshare-all", "--unshare-user", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "/usr/bin/true"])
-        execFileSync(l.command, l.args, { stdio: "ignore", env: { ...LAUNCH_ENV }, cwd: "/" })
-        probed = { ok: true }
-      } catch {
-        probed = { ok: false, reason: "bwrap cannot create namespaces here (as the sandbox user)" }
-      }
-      return probed
-    },
+    available: () => (probing ??= probe(bwrap)),
     start: async (spec) => {
       const seccomp = seccompProgram()
       if (seccomp === undefined || !launcherSupported()) throw new Error(`no seccomp filter for ${process.arch}`)
