@@ -70,7 +70,7 @@ const cli = async () => {
   assertOneImport(file)
   const text = readFileSync(file, "utf8")
   writeFileSync(file, text.replace(HASH_PLACEHOLDER, createHash("sha256").update(text).digest("hex")))
-  // What the bundle holds, by input (`npm run bench -- foundation` reads it when asked to).
+  // What the bundle holds, by input (esbuild's metafile), for whoever looks for what to trim.
   if (process.env.PYNCHY_BUILD_META) writeFileSync(process.env.PYNCHY_BUILD_META, JSON.stringify(result.metafile))
   // Caches of an earlier bundle are never used again; a first run leaves one for the next.
   rmSync("dist/v8-cache", { recursive: true, force: true })

@@ -109,8 +109,9 @@ export const holdingLayer = whenClustered(Layer.provideMerge(gateLayer, HeldConn
 export const shardOf = (sharding: Sharding.Sharding["Type"], connection: string) => sharding.getShardId(EntityId.make(connectionSingleton(connection)), "default")
 
 /**
- * A cluster host's connection runtimes: it joins the other runners (./Runner.ts, loaded here, so a
- * single host never loads @effect/cluster) and starts the runtimes of the connections it is given.
+ * A cluster host's connection runtimes: it joins the other runners (./Runner.ts, imported here, so
+ * a single host never loads Sharding, the RPC or undici) and starts the runtimes of the
+ * connections it is given.
  */
 export const runnerRuntimes: Layer.Layer<
   Layer.Layer.Success<typeof runtimesLayer>,
