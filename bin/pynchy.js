@@ -67,8 +67,12 @@ if (stale) {
       fs.chmodSync(temp, 0o644)
       fs.renameSync(temp, cacheFile)
     } catch {
-      // A read-only package folder: every run compiles, which is only slower.
-      fs.rmSync(temp, { force: true })
+      // A read-only package folder: every run compiles, which is only slower. Never an error.
+      try {
+        fs.rmSync(temp, { force: true })
+      } catch {
+        // Nothing was written.
+      }
     }
   })
 }
