@@ -14,6 +14,7 @@ import { hostProject, killAllHosts, stopHost } from "../channels/host-process.js
 import { chatAnswer, json, scriptedUpstream } from "../gateway/support.js"
 import { approvalProbePlugin } from "../support/approval-probe.js"
 import { eventually } from "../support/eventually.js"
+import { sentLines } from "../support/host.js"
 
 const KEY_ENV = "PYNCHY_EVENTS_TEST_KEY"
 const BUILT = fs.existsSync(path.resolve(import.meta.dirname, "../../dist"))
@@ -71,10 +72,7 @@ describe.skipIf(!BUILT)("host events through whole turns of the built host", () 
         Effect.promise(() => project.cli(["trace", String(id), "--json"])).pipe(Effect.map((r) =>
           r.code === 0 ? (JSON.parse(r.stdout) as { verdict: { code: string; text: string } }).verdict : undefined
         ))
-      const sent = () =>
-        fs.existsSync(path.join(dir, "sent.jsonl"))
-          ? fs.readFileSync(path.join(dir, "sent.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { conversation: string; kind: string; text: string })
-          : []
+      const sent = () => sentLines(dir)
       const replies = (conversation: string) => sent().filter((l) => l.conversation === conversation && l.kind === "reply")
 
       // An answered turn: the sandbox starts and exits, the gateway calls the upstream.

@@ -30,10 +30,17 @@ export const recordingConfig = (dir: string = tempDir(), options: { idempotent?:
     }
   }, "test config"))
 
+/**
+ * The lines a recording channel has written to `<dir>/sent.jsonl`, read while a host may be
+ * writing: only lines already ended by their newline (the channel appends a line and its newline
+ * in one write, but a reader can find the file created and still empty, or the write half done).
+ */
 export const sentLines = (dir: string): Array<{ key: string; conversation: string; kind: string; text: string }> => {
   const file = path.join(dir, "sent.jsonl")
   if (!fs.existsSync(file)) return []
-  return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l))
+  const lines = fs.readFileSync(file, "utf8").split("\n")
+  lines.pop() // "" after the last newline, or a line still being written
+  return lines.filter((l) => l.trim() !== "").map((l) => JSON.parse(l))
 }
 
 /** Waits (no wall-clock assertion) until the conversation has `n` settled deliveries. */
