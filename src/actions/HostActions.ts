@@ -1,10 +1,10 @@
 /**
  * Host actions as agent tools. A workspace sees only the service handlers its `actions` lists;
- * each call is checked against the handler's input schema (compiled once, when the host actions
- * are built; one that does not compile fails startup) and the evidence an action spec of the same
- * id demands, then passes policy: a per-workspace rate limit, and a single-use human approval for
- * `high` risk. Every refusal, error and timeout fails closed: the agent gets a refusal, the host
- * keeps running.
+ * each call is checked against the handler's input schema (a plugin's is compiled when the host
+ * actions are built, and one that does not compile fails startup; the host's own, on first call)
+ * and the evidence an action spec of the same id demands, then passes policy: a per-workspace
+ * rate limit, and a single-use human approval for `high` risk. Every refusal, error and timeout
+ * fails closed: the agent gets a refusal, the host keeps running.
  */
 import { Clock, Context, Duration, Effect, Either, Layer, Option, Schema } from "effect"
 import { ConversationId, TurnId } from "../domain/ids.js"
@@ -16,7 +16,7 @@ import { PluginRegistry } from "../plugins/PluginRegistry.js"
 import { toolNameOf, type ToolSpec } from "../protocol/ipc.js"
 import { AgentTasks } from "../schedules/AgentTasks.js"
 import { Approvals } from "./Approvals.js"
-import { type ActionSchemaInvalid, compileHandlers, type OwnedHandler } from "./validate.js"
+import { type ActionSchemaInvalid, checksOnFirstUse, compileHandlers, type OwnedHandler } from "./validate.js"
 
 export const RefusalCode = Schema.Literal(
   "unknown_action",
@@ -104,11 +104,13 @@ export const buildHostActions = (
 ): Effect.Effect<HostActions.Service, ActionSchemaInvalid, Approvals> =>
   Effect.gen(function* () {
     const hostHandlers = options.offered ?? []
-    const ownedHandlers = [...contributed.map(owned), ...hostHandlers.map((o) => ({ plugin: "host", value: o.handler }))]
+    const pluginHandlers = contributed.map(owned)
     const offeredTo = new Map(hostHandlers.map((o) => [o.handler.name, o.offered]))
     const enabled = (workspace: Workspace, name: string) => workspace.actions.includes(name) || (offeredTo.get(name)?.(workspace) ?? false)
-    const checks = yield* Either.match(compileHandlers(ownedHandlers), { onLeft: Effect.fail, onRight: Effect.succeed })
-    const handlers = ownedHandlers.map((h) => h.value)
+    // Plugins' schemas compile now, so a bad one stops startup naming its plugin; the host's own on first call.
+    const pluginChecks = yield* Either.match(compileHandlers(pluginHandlers), { onLeft: Effect.fail, onRight: Effect.succeed })
+    const checks = new Map([...pluginChecks, ...checksOnFirstUse(hostHandlers.map((o) => o.handler))])
+    const handlers = [...pluginHandlers.map((h) => h.value), ...hostHandlers.map((o) => o.handler)]
     // A host that cannot ask anyone provides Approvals.layerNone: high-risk calls are refused outright.
     const approvals = yield* Approvals
     const byId = new Map(handlers.map((h) => [h.name, h]))

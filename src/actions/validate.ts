@@ -75,6 +75,23 @@ export const compileInput = (ajv: Ajv, schema: object): Either.Either<InputCheck
   }
 }
 
+/**
+ * The checks of the host's own handlers (the agent tasks), each compiled on its first call. Their
+ * schemas are the host's code, compiled by a test (test/actions/validate.test.ts), so a start does
+ * not pay ajv's first compile (its meta-schema: ~40 ms here) for them. Fail closed all the same: a
+ * schema that does not compile refuses every call.
+ */
+export const checksOnFirstUse = (handlers: ReadonlyArray<{ readonly name: string; readonly inputSchema: object }>): ReadonlyMap<string, InputCheck> => {
+  let ajv: Ajv | undefined
+  return new Map(handlers.map(({ inputSchema, name }): [string, InputCheck] => {
+    let check: InputCheck | undefined
+    return [name, (input) => {
+      check ??= Either.getOrElse(compileInput(ajv ??= newValidator(), inputSchema), (problem) => () => [`input: the action's schema does not compile (${problem})`])
+      return check(input)
+    }]
+  }))
+}
+
 /** Every handler's schema compiled, by action id; or every one that does not compile. */
 export const compileHandlers = (handlers: ReadonlyArray<OwnedHandler>): Either.Either<ReadonlyMap<string, InputCheck>, ActionSchemaInvalid> => {
   const ajv = newValidator()

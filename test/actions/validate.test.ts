@@ -1,16 +1,18 @@
 /**
  * Finding 8 of issue 14: action input schemas failed open (pattern, const, format, maxItems,
  * oneOf, exclusiveMaximum and multipleOf were ignored), so a handler ran with a path-traversal and
- * shell payload. Inputs are now checked by ajv, compiled once at startup; a schema that does not
- * compile stops startup with a typed error naming the plugin and the action.
+ * shell payload. Inputs are now checked by ajv. A plugin's schemas compile at startup, and one that
+ * does not compile stops startup with a typed error naming the plugin and the action; the host's
+ * own compile on their first call, and a test here compiles them.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer } from "effect"
+import { Effect, Either, Exit, Layer } from "effect"
 import { makeTestHost } from "../../layers/test.js"
 import { Approvals } from "../../src/actions/Approvals.js"
 import { buildHostActions as buildOver } from "../../src/actions/HostActions.js"
-import { ActionSchemaInvalid } from "../../src/actions/validate.js"
+import { ActionSchemaInvalid, checksOnFirstUse, compileHandlers } from "../../src/actions/validate.js"
 import { WorkspaceId } from "../../src/domain/ids.js"
+import { AgentTasks } from "../../src/schedules/AgentTasks.js"
 import { Workspace } from "../../src/domain/workspace.js"
 import type { BuiltinPlugin } from "../../src/builtins/list.js"
 import type { ServiceHandler } from "../../src/plugins/contract.js"
@@ -49,7 +51,7 @@ const keywords = [
   { keyword: "multipleOf", schema: { type: "integer", multipleOf: 5 }, ok: 15, bad: 7 }
 ] as const
 
-describe("action input schemas (ajv, compiled at startup)", () => {
+describe("action input schemas (ajv: a plugin's compiled at startup, the host's own on first call)", () => {
   for (const { bad, keyword, ok, schema } of keywords) {
     it.effect(`${keyword}: a violating input is refused and the handler never runs`, () =>
       Effect.gen(function* () {
@@ -135,4 +137,23 @@ describe("action input schemas (ajv, compiled at startup)", () => {
         assert.deepStrictEqual(failure.faults.map((f) => [f.plugin, f.action]), [["bad-schemas", "files.read"]])
       }
     }))
+
+  it.scoped("the host's own schemas (the agent tasks), compiled on first call rather than at startup, all compile", () =>
+    Effect.gen(function* () {
+      const ctx = yield* Layer.build(makeTestHost(recordingConfig(tempDir())))
+      const tasks = yield* Effect.provide(AgentTasks, ctx)
+      assert.deepStrictEqual(tasks.handlers.map((o) => o.handler.name), ["tasks.schedule", "tasks.list", "tasks.cancel"])
+      const compiled = compileHandlers(tasks.handlers.map((o) => ({ plugin: "host", value: o.handler })))
+      assert.isTrue(Either.isRight(compiled), Either.isLeft(compiled) ? compiled.left.message : "")
+    }))
+
+  it("a host schema that does not compile refuses every call, from its first (fail closed)", () => {
+    const checks = checksOnFirstUse([
+      { name: "a.typo", inputSchema: { type: "object", propertees: {} } },
+      { name: "a.fine", inputSchema: { type: "object", properties: { id: { type: "string", minLength: 1 } }, required: ["id"], additionalProperties: false } }
+    ])
+    for (let i = 0; i < 2; i++) assert.match(checks.get("a.typo")!({})[0]!, /^input: the action's schema does not compile \(.*propertees/)
+    assert.deepStrictEqual(checks.get("a.fine")!({ id: "x" }), [])
+    assert.deepStrictEqual(checks.get("a.fine")!({ id: "" }), ["input.id: must NOT have fewer than 1 characters (minLength)"])
+  })
 })

@@ -39,7 +39,7 @@ const headless = Options.boolean("headless").pipe(
  * logging to stderr. A start rolled back during a deploy exits 75.
  * Agents that would run unisolated (`auto` without bwrap) get one WARN line before the host
  * starts. Turns that would fail because bwrap cannot start a sandbox get one too, once the probe
- * (a real sandbox, ~100 ms) answers: it runs while the host starts.
+ * (a real sandbox, ~100 ms) answers: it starts once the host is ready.
  */
 export const start = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer.Layer<never, E>) =>
   Command.make("start", { headless }, ({ headless }) =>
@@ -47,12 +47,18 @@ export const start = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer
       if (!headless && process.stdin.isTTY === true && process.stdout.isTTY === true) return yield* embeddedChat(makeHost, "default")
       const config = yield* Effect.option(HostConfig.load)
       yield* guardShutdown(Option.match(config, { onNone: () => 15_000, onSome: (c) => c.config.limits.shutdownTimeoutMs }))
-      if (Option.isSome(config)) {
-        const warn = Effect.flatMap(sandboxWarning(config.value.config), (w) => (w === undefined ? Effect.void : Effect.logWarning(w)))
-        if (bwrapProbe.installed()) yield* Effect.fork(warn)
-        else yield* warn
-      }
-      return yield* Layer.launch(makeHost([]))
+      const warn = Option.match(config, {
+        onNone: () => Effect.void,
+        onSome: (c) => Effect.flatMap(sandboxWarning(c.config), (w) => (w === undefined ? Effect.void : Effect.logWarning(w)))
+      })
+      const probed = bwrapProbe.installed()
+      if (!probed) yield* warn
+      return yield* Effect.scoped(Effect.gen(function* () {
+        yield* Layer.build(makeHost([]))
+        // Launching the probe costs the host's thread ~25 ms (spawn, the seccomp program): once ready.
+        if (probed) yield* Effect.forkScoped(warn)
+        return yield* Effect.never
+      }))
     }).pipe(
       Effect.catchIf(
         (e): e is E & { _tag: "StartupRolledBack"; message: string } => typeof e === "object" && e !== null && "_tag" in e && e._tag === "StartupRolledBack",
