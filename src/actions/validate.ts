@@ -94,6 +94,8 @@ export const checksOnFirstUse = (handlers: ReadonlyArray<{ readonly name: string
 
 /** Every handler's schema compiled, by action id; or every one that does not compile. */
 export const compileHandlers = (handlers: ReadonlyArray<OwnedHandler>): Either.Either<ReadonlyMap<string, InputCheck>, ActionSchemaInvalid> => {
+  // No plugin handlers (the default host): no validator to build either.
+  if (handlers.length === 0) return Either.right(new Map())
   const ajv = newValidator()
   const checks = new Map<string, InputCheck>()
   const faults: Array<ActionSchemaFault> = []
