@@ -51,12 +51,12 @@ export const start = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer
         onNone: () => Effect.void,
         onSome: (c) => Effect.flatMap(sandboxWarning(c.config), (w) => (w === undefined ? Effect.void : Effect.logWarning(w)))
       })
-      const probed = bwrapProbe.installed()
-      if (!probed) yield* warn
+      const bwrapInstalled = bwrapProbe.installed()
+      if (!bwrapInstalled) yield* warn
       return yield* Effect.scoped(Effect.gen(function* () {
         yield* Layer.build(makeHost([]))
         // Launching the probe costs the host's thread ~25 ms (spawn, the seccomp program): once ready.
-        if (probed) yield* Effect.forkScoped(warn)
+        if (bwrapInstalled) yield* Effect.forkScoped(warn)
         return yield* Effect.never
       }))
     }).pipe(
