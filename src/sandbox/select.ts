@@ -91,3 +91,7 @@ export const sandboxWarning = (config: SandboxChoices, probe: BwrapProbe = bwrap
     if (r.ok) return undefined
     return `bwrap is installed but cannot start a sandbox here (${r.reason ?? "no reason given"}): turns fail with sandbox_unavailable and never run unisolated. See pynchy doctor`
   })
+
+/** That warning as a WARN log line, if there is one. */
+export const logSandboxWarning = (config: SandboxChoices, probe: BwrapProbe = bwrapProbe): Effect.Effect<void> =>
+  Effect.flatMap(sandboxWarning(config, probe), (w) => (w === undefined ? Effect.void : Effect.logWarning(w)))

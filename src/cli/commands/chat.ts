@@ -8,7 +8,7 @@ import { connectHttp } from "../../channels/terminal/http-connect.js"
 import { makeTerminalRuntime } from "../../channels/terminal/TerminalRuntime.js"
 import { HostConfig } from "../../config/HostConfig.js"
 import type { RuntimeEntry } from "../../runtimes/ConnectionRuntimes.js"
-import { sandboxWarning } from "../../sandbox/select.js"
+import { bwrapProbe, logSandboxWarning, sandboxWarning } from "../../sandbox/select.js"
 import * as Logging from "../logger.js"
 
 const session = Options.text("session").pipe(
@@ -32,8 +32,11 @@ export const embeddedChat = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) =
   Effect.gen(function* () {
     const { dataDir, config } = yield* HostConfig.load
     const tty = process.stdin.isTTY === true && process.stdout.isTTY === true
-    // In a terminal the banner says it; without one it goes to stderr with the host's warnings.
-    const warning = yield* sandboxWarning(config)
+    // Without bwrap the warning is known at once: in a terminal the banner says it; without one it
+    // goes to stderr with the host's warnings. With bwrap it waits for the probe (a real sandbox,
+    // ~100 ms), which runs once the host is up, and comes as a warning like the host's.
+    const bwrapInstalled = bwrapProbe.installed()
+    const warning = bwrapInstalled ? undefined : yield* sandboxWarning(config)
     if (warning !== undefined && !tty) yield* Effect.logWarning(warning)
     const logFile = path.join(dataDir, "pynchy.log")
     let screen: ChatUi | undefined
@@ -62,6 +65,7 @@ export const embeddedChat = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) =
     const run = Effect.scoped(
       Effect.gen(function* () {
         yield* Layer.build(makeHost([{ plugin: "terminal", value: runtime }]))
+        if (bwrapInstalled) yield* Effect.forkScoped(logSandboxWarning(config))
         const ui = yield* Deferred.await(opened)
         yield* Effect.promise(() => ui.done)
       })

@@ -3,7 +3,7 @@ import { Console, Effect, Layer, Option } from "effect"
 import { HostConfig } from "../../config/HostConfig.js"
 import { ROLLBACK_EXIT_CODE } from "../../host/DeployRollback.js"
 import type { RuntimeEntry } from "../../runtimes/ConnectionRuntimes.js"
-import { bwrapProbe, sandboxWarning } from "../../sandbox/select.js"
+import { bwrapProbe, logSandboxWarning } from "../../sandbox/select.js"
 import { embeddedChat } from "./chat.js"
 
 /**
@@ -47,10 +47,7 @@ export const start = <E>(makeHost: (extra: ReadonlyArray<RuntimeEntry>) => Layer
       if (!headless && process.stdin.isTTY === true && process.stdout.isTTY === true) return yield* embeddedChat(makeHost, "default")
       const config = yield* Effect.option(HostConfig.load)
       yield* guardShutdown(Option.match(config, { onNone: () => 15_000, onSome: (c) => c.config.limits.shutdownTimeoutMs }))
-      const warn = Option.match(config, {
-        onNone: () => Effect.void,
-        onSome: (c) => Effect.flatMap(sandboxWarning(c.config), (w) => (w === undefined ? Effect.void : Effect.logWarning(w)))
-      })
+      const warn = Option.match(config, { onNone: () => Effect.void, onSome: (c) => logSandboxWarning(c.config) })
       const bwrapInstalled = bwrapProbe.installed()
       if (!bwrapInstalled) yield* warn
       return yield* Effect.scoped(Effect.gen(function* () {
