@@ -4,10 +4,9 @@
  *
  * The bundle runs as a script compiled with V8's code cache (bin/pynchy.cjs), and node 20 loses a
  * cached script's import() callback: an import() written in the bundle fails there ("A dynamic
- * import callback was not specified"). So the entry point lends its own import()
- * on globalThis; it resolves from the package, as the bundle would. Run from the sources (tests,
- * tsx) nothing is lent and this is the native import(). The build fails when the bundle holds any
- * other import().
+ * import callback was not specified"). So the entry point lends its own import() on globalThis;
+ * it resolves from the package, as the bundle would. Run from the sources (tests, tsx) nothing is
+ * lent and this is the native import(). The build fails when the bundle holds any other import().
  */
 const LENT = Symbol.for("pynchy.import")
 
