@@ -16,7 +16,7 @@ import { ClusterStore } from "./ClusterStore.js"
 import * as ConnectionEntity from "./ConnectionEntity.js"
 
 /** The @effect/cluster settings of a `cluster:` section (the lock timings are the failover bound). */
-export const shardingConfigOf = (cluster: ClusterConfig) => ({
+const shardingConfigOf = (cluster: ClusterConfig) => ({
   runnerAddress: Option.some(RunnerAddress.make({ host: cluster.host, port: cluster.port })),
   runnerListenAddress: cluster.listenHost === undefined ? Option.none() : Option.some(RunnerAddress.make({ host: cluster.listenHost, port: cluster.port })),
   shardsPerGroup: cluster.shards,
@@ -57,7 +57,7 @@ const builtOneAtATime = <A, E, R>(layer: Layer.Layer<A, E, R>) =>
   )
 
 /** This host as a runner: Sharding on the shared database (SQL runner storage and message storage), reached over TCP. */
-export const runnerLayer = Layer.unwrapEffect(
+const runnerLayer = Layer.unwrapEffect(
   Effect.map(HostConfig, ({ config }) =>
     builtOneAtATime(NodeClusterSocket.layer({ storage: "sql", shardingConfig: shardingConfigOf(config.cluster) })).pipe(
       Layer.tap(() => Effect.logInfo("cluster runner started").pipe(Effect.annotateLogs({ runner: runnerAddressOf(config.cluster) })))
