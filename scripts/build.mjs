@@ -3,7 +3,7 @@
 //
 // The CLI is one tree-shaken bundle (it starts far faster than effect's module graph loaded
 // piece by piece; native and heavy optional packages stay external). It is a script, not an ES
-// module, because node 20 keeps a code cache only for scripts: bin/pynchy.cjs runs it with one.
+// module, because node 20 keeps a code cache only for scripts: bin/pynchy.js runs it with one.
 // What a dynamic import() reaches (a channel's runtime, the cluster runner, Postgres, the Control
 // UI, the doctor's checks) is compiled lazily and runs only when used.
 import { build } from "esbuild"
@@ -14,7 +14,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 
 const ESM_REQUIRE_BANNER = "import { createRequire as __pynchyRequire } from 'node:module'; const require = __pynchyRequire(import.meta.url);"
-/** The bundle's first line: its hash, filled in below, which keys its code cache (bin/pynchy.cjs). */
+/** The bundle's first line: its hash, filled in below, which keys its code cache (bin/pynchy.js). */
 const HASH_PLACEHOLDER = "0".repeat(64)
 
 const common = { outdir: "dist", bundle: true, platform: "node", target: "node20", logLevel: "warning" }
@@ -79,13 +79,13 @@ const cli = async () => {
 }
 
 /**
- * Leaves the code cache of the flags the `pynchy` command runs with (bin/pynchy.cjs's first line):
+ * Leaves the code cache of the flags the `pynchy` command runs with (bin/pynchy.js's first line):
  * a host started in a scratch folder and stopped once ready, so the cache holds what a start
  * compiles (measured: 40-90 ms off start to ready against a cache of --help alone). If that host
  * does not come up, --help makes the cache instead; if even that fails, the bundle is broken.
  */
 const warmCodeCache = async () => {
-  const command = ["--max-semi-space-size=2", path.resolve("bin/pynchy.cjs")]
+  const command = ["--max-semi-space-size=2", path.resolve("bin/pynchy.js")]
   const dir = mkdtempSync(path.join(os.tmpdir(), "pynchy-build-"))
   try {
     const env = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("PYNCHY_"))), HOME: dir }
@@ -108,7 +108,7 @@ const warmCodeCache = async () => {
     rmSync(dir, { recursive: true, force: true })
   }
   const help = spawnSync(process.execPath, [...command, "--help"], { stdio: "ignore" })
-  if (help.status !== 0) throw new Error(`bin/pynchy.cjs --help failed on the new bundle (exit ${help.status})`)
+  if (help.status !== 0) throw new Error(`bin/pynchy.js --help failed on the new bundle (exit ${help.status})`)
 }
 
 await Promise.all([

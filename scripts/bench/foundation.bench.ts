@@ -145,7 +145,7 @@ const rssMb = (pid: number) => {
 
 type HostRun = { readonly readyMs: number; readonly rssMb: number; readonly shutdownMs: number }
 
-/** Spawns `node bin/pynchy.cjs start` in `dir`; ready = the ` ready` log line on stderr. */
+/** Spawns `node bin/pynchy.js start` in `dir`; ready = the ` ready` log line on stderr. */
 const startHost = (dir: string): Promise<HostRun> =>
   new Promise((resolve, reject) => {
     const t0 = performance.now()

@@ -44,7 +44,7 @@ import { makeClient } from "../../layers/stack.js"
 import { processId } from "../../src/sandbox/runtimes/procinfo.js"
 import { startScratchPostgres } from "../../test/support/postgres.js"
 
-const BIN = path.resolve(import.meta.dirname, "../../bin/pynchy.cjs")
+const BIN = path.resolve(import.meta.dirname, "../../bin/pynchy.js")
 
 export interface DrillOptions {
   readonly kills: number

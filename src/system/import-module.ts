@@ -2,7 +2,7 @@
  * import() of a module the CLI bundle leaves outside it: an optional SDK (the platforms',
  * OpenTelemetry's, the tokenizer's), a plugin's own file, a ClawConnect runtime module.
  *
- * The bundle runs as a script compiled with V8's code cache (bin/pynchy.cjs), and node 20 loses a
+ * The bundle runs as a script compiled with V8's code cache (bin/pynchy.js), and node 20 loses a
  * cached script's import() callback: an import() written in the bundle fails there ("A dynamic
  * import callback was not specified"). So the entry point lends its own import() on globalThis;
  * it resolves from the package, as the bundle would. Run from the sources (tests, tsx) nothing is

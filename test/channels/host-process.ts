@@ -1,5 +1,5 @@
 /**
- * The real host as a child process (`node bin/pynchy.cjs start` with a given pynchy.yaml), for
+ * The real host as a child process (`node bin/pynchy.js start` with a given pynchy.yaml), for
  * kill -9 and restart tests, and a read-only look into its database.
  */
 import { type ChildProcess, spawn } from "node:child_process"

@@ -1,5 +1,5 @@
 /**
- * bin/pynchy.cjs runs the built bundle with V8's code cache (dist/v8-cache/). Each test runs a copy
+ * bin/pynchy.js runs the built bundle with V8's code cache (dist/v8-cache/). Each test runs a copy
  * of the package (the entry point and the built bundle, the repository's node_modules linked) so
  * it can remove, corrupt or block the cache without touching the one the suite runs with.
  */
@@ -12,12 +12,13 @@ import { tempDir } from "../support/temp.js"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 
-/** A package folder with bin/pynchy.cjs and dist/pynchy.cjs, and no code cache yet. */
+/** A package folder with bin/ (pynchy.js, package.json) and dist/pynchy.cjs, and no code cache yet. */
 const packageCopy = () => {
   const dir = tempDir()
   fs.mkdirSync(path.join(dir, "bin"))
   fs.mkdirSync(path.join(dir, "dist"))
-  fs.copyFileSync(BIN, path.join(dir, "bin/pynchy.cjs"))
+  fs.copyFileSync(BIN, path.join(dir, "bin/pynchy.js"))
+  fs.copyFileSync(path.join(ROOT, "bin/package.json"), path.join(dir, "bin/package.json"))
   fs.copyFileSync(path.join(ROOT, "dist/pynchy.cjs"), path.join(dir, "dist/pynchy.cjs"))
   fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"))
   return dir
@@ -25,7 +26,7 @@ const packageCopy = () => {
 
 const run = (dir: string, nodeFlags: ReadonlyArray<string> = []) =>
   new Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeFlags, path.join(dir, "bin/pynchy.cjs"), "--version"], { cwd: dir, env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [...nodeFlags, path.join(dir, "bin/pynchy.js"), "--version"], { cwd: dir, env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"] })
     let stdout = ""
     let stderr = ""
     child.stdout.setEncoding("utf8").on("data", (s: string) => (stdout += s))

@@ -90,6 +90,9 @@ const HOW: Record<string, How> = {
   },
   "npx pynchy ...": {
     run: async () => {
+      // npx installs a checkout into its cache once and keeps the bin link it made then: a renamed
+      // entry point breaks `npx pynchy` in every checkout that had run it (CI's among them).
+      assert.deepStrictEqual(JSON.parse(read("package.json")).bin, { pynchy: "./bin/pynchy.js" })
       const r = await sh("npx pynchy --version")
       assert.strictEqual(r.code, 0, r.out)
       assert.match(r.out, /\d+\.\d+\.\d+/)

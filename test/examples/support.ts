@@ -1,5 +1,5 @@
 /**
- * Real host processes for the example plugins: spawn `node bin/pynchy.cjs start` with a config,
+ * Real host processes for the example plugins: spawn `node bin/pynchy.js start` with a config,
  * wait for its ready line, kill it hard or stop it gently; read its SQLite file with better-sqlite3.
  */
 import type { Duration } from "effect"

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process"
 import * as path from "node:path"
 
-export const BIN = path.resolve(import.meta.dirname, "../../bin/pynchy.cjs")
+export const BIN = path.resolve(import.meta.dirname, "../../bin/pynchy.js")
 
 /** The test process's env without any PYNCHY_ settings of the developer's shell. */
 export const cleanEnv = (): Record<string, string> =>

@@ -39,9 +39,9 @@ describe("OpenTelemetry in the built CLI (real processes)", () => {
   it("with OTEL_EXPORTER_OTLP_ENDPOINT unset, no OpenTelemetry module is loaded by start or send", { timeout: 120_000 }, async () => {
     const loaded = await roundTrip({})
     // The hook saw the processes' modules (the entry point, the native driver the bundle requires)...
-    assert.isTrue(loaded.host.some((u) => u.endsWith("/bin/pynchy.cjs")), "the host's module log holds its entry point")
+    assert.isTrue(loaded.host.some((u) => u.endsWith("/bin/pynchy.js")), "the host's module log holds its entry point")
     assert.isTrue(loaded.host.some((u) => u.includes("better-sqlite3")))
-    assert.isTrue(loaded.send.some((u) => u.endsWith("/bin/pynchy.cjs")))
+    assert.isTrue(loaded.send.some((u) => u.endsWith("/bin/pynchy.js")))
     // ...and none of OpenTelemetry's.
     assert.deepStrictEqual(loaded.host.filter((u) => u.includes("opentelemetry")), [])
     assert.deepStrictEqual(loaded.send.filter((u) => u.includes("opentelemetry")), [])

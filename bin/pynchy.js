@@ -14,7 +14,10 @@
 // A host is mostly idle: a small young generation keeps its resident memory low (the flag above),
 // for more, cheaper scavenges under load.
 //
-// CommonJS, as the bundle is: node starts a CommonJS entry point ~15 ms sooner than an ES module.
+// CommonJS, as the bundle is (bin/package.json says so): node starts a CommonJS entry point ~15 ms
+// sooner than an ES module. Its path stays bin/pynchy.js: npx installs a checkout into its cache
+// once and keeps the bin link it made then, so a renamed entry breaks `npx pynchy` in every
+// checkout that had run it.
 const fs = require("node:fs")
 const { createRequire } = require("node:module")
 const path = require("node:path")
