@@ -36,12 +36,31 @@ export const freePort = () =>
     })
   })
 
+/**
+ * Requests a client may repeat after a connection failure: GETs, and PUTs, whose transaction id
+ * makes the homeserver apply a message once however often it arrives (Client-Server API, "Transaction
+ * identifiers").
+ */
+const RETRYABLE = new Set(["GET", "PUT"])
+
 const call = async (baseUrl: string, method: string, urlPath: string, body?: unknown, token?: string): Promise<any> => {
-  const res = await fetch(`${baseUrl}${urlPath}`, {
-    method,
-    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {})
-  })
+  let res: Response
+  for (let attempt = 1; ; attempt++) {
+    try {
+      res = await fetch(`${baseUrl}${urlPath}`, {
+        method,
+        headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {})
+      })
+      break
+    } catch (e) {
+      // After the homeserver restarts, fetch may pick a kept-alive connection to the old process
+      // whose close it has not read yet (the synchronous stop and start hold the event loop), and
+      // fail with "other side closed". A Matrix client retries such a request; so does this one.
+      if (!RETRYABLE.has(method) || attempt >= 3) throw e
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
   const text = await res.text()
   if (!res.ok) throw new Error(`${method} ${urlPath.split("?")[0]} -> ${res.status} ${text.slice(0, 300)}`)
   return text === "" ? {} : JSON.parse(text)
