@@ -18,10 +18,10 @@ import * as Stores from "../src/db/Stores.js"
 import type { Transactions } from "../src/db/Transactions.js"
 import type { HostStore } from "../src/db/HostStore.js"
 import { EventBus } from "../src/events/EventBus.js"
-import { EventLog } from "../src/events/EventLog.js"
-import { GatewayEvents } from "../src/events/gateway-bridge.js"
-import { Observers } from "../src/events/Observers.js"
-import { PluginObservers } from "../src/events/PluginObservers.js"
+import { EventLog } from "../src/observers/EventLog.js"
+import { GatewayEvents } from "../src/gateway/event-bridge.js"
+import { Observers } from "../src/observers/Observers.js"
+import { PluginObservers } from "../src/observers/PluginObservers.js"
 import { Gateway, GatewaySettings } from "../src/gateway/Gateway.js"
 import { McpHost } from "../src/mcp/McpHost.js"
 import { GatewayKeys } from "../src/gateway/key-sync.js"
@@ -51,7 +51,7 @@ import type { AgentSessions } from "../src/runtimes/agent-session/AgentSessions.
 import { AgentTasks } from "../src/schedules/AgentTasks.js"
 import { Scheduler } from "../src/schedules/Scheduler.js"
 import { speechLayer } from "../src/speech/Speech.js"
-import { PublicUrl } from "../src/tunnels/PublicUrl.js"
+import { publicUrlFromTunnels } from "../src/tunnels/tunnel-url.js"
 import * as RuntimeContextsLive from "../src/runtimes/RuntimeContextsLive.js"
 import * as Metrics from "../src/telemetry/metrics.js"
 import * as Telemetry from "../src/telemetry/Telemetry.js"
@@ -84,7 +84,7 @@ export const makeStack = <EC, EP, ED, EE, ES, EA>(parts: StackParts<EC, EP, ED, 
   const config = logged("config", Layer.merge(parts.config, HostIdentity.layer))
   // 2. plugins; from here on the config's workspaces include the plugins' (src/plugins/workspaces.ts)
   // The public base URL (a tunnel's, when settings say `publicUrl: tunnel`) is detected on first use.
-  const plugins = logged("plugins", Layer.provideMerge(Layer.merge(layerJoinedConfig, PublicUrl.layer), parts.plugins))
+  const plugins = logged("plugins", Layer.provideMerge(Layer.merge(layerJoinedConfig, publicUrlFromTunnels), parts.plugins))
   // 3. database, migrations, this run's record
   const database = logged("database", Layer.provideMerge(runRecordLayer, Layer.provideMerge(Stores.layer, parts.database)))
   // The event bus and its observers (the event log, plugins' observers) come before anything that

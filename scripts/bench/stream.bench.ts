@@ -5,7 +5,7 @@
  * gateway/core before that (the cores' streaming lands separately).
  */
 import { Effect, Exit, Scope } from "effect"
-import type { ProgressEvent } from "../../src/pipeline/channel-contract.js"
+import type { ProgressEvent } from "../../src/contracts/channel.js"
 import { Channels } from "../../src/pipeline/Channels.js"
 import { median } from "./stats.js"
 import type { Row } from "./types.js"

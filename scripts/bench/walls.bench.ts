@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
-import { auditFolder, readUntrusted } from "../../src/sandbox/untrusted.js"
+import { auditFolder, readUntrusted } from "../../src/untrusted/untrusted.js"
 import { median } from "./stats.js"
 import type { Row } from "./types.js"
 

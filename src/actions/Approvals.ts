@@ -23,7 +23,7 @@ import type { ConversationId, TurnId } from "../domain/ids.js"
 import { EventBus } from "../events/EventBus.js"
 import { InboundCommitted } from "../pipeline/InboundCommitted.js"
 import { Outbox } from "../pipeline/Outbox.js"
-import type { RiskTier } from "../plugins/contract.js"
+import type { RiskTier } from "../contracts/plugin.js"
 import { type Approval, ApprovalStore } from "./ApprovalStore.js"
 import { inputSummary } from "./summary.js"
 

@@ -10,7 +10,7 @@
 import { Ajv, type ErrorObject } from "ajv"
 import addFormatsModule from "ajv-formats"
 import { Either, Schema } from "effect"
-import type { ServiceHandler } from "../plugins/contract.js"
+import type { ServiceHandler } from "../contracts/plugin.js"
 
 /** One input schema that did not compile. */
 export class ActionSchemaFault extends Schema.Class<ActionSchemaFault>("ActionSchemaFault")({

@@ -6,7 +6,7 @@
  */
 import type { McpLaunchSpec, UnavailableServer } from "../protocol/ipc.js"
 import type { OfferedTool, ToolOutcome } from "./cores/types.js"
-import { connectMcp, type McpConnection, McpProblem } from "./mcp-client.js"
+import { connectMcp, type McpConnection, McpProblem } from "../protocol/mcp-client.js"
 
 export interface TurnMcp {
   readonly tools: ReadonlyArray<OfferedTool>

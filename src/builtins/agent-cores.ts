@@ -1,5 +1,5 @@
 import { BUILTIN_CORE_INFO } from "../protocol/agent-cores.js"
-import { definePlugin } from "../plugins/contract.js"
+import { definePlugin } from "../contracts/plugin.js"
 
 /** The built-in agent cores the sandbox runner carries: openai, anthropic, scripted. */
 export default definePlugin({

@@ -3,9 +3,9 @@ import * as path from "node:path"
 import { recordingChannel } from "../channels/recording.js"
 import { stdoutChannel } from "../channels/stdout.js"
 import { problemsOf } from "../domain/problems.js"
-import type { Channel } from "../pipeline/channel-contract.js"
+import type { Channel } from "../contracts/channel.js"
 import { connectionsOfKind } from "../plugins/connections.js"
-import { definePlugin } from "../plugins/contract.js"
+import { definePlugin } from "../contracts/plugin.js"
 
 const RecordingSettings = Schema.Struct({
   kind: Schema.Literal("recording"),

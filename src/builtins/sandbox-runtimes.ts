@@ -1,4 +1,4 @@
-import { definePlugin } from "../plugins/contract.js"
+import { definePlugin } from "../contracts/plugin.js"
 import * as Bwrap from "../sandbox/runtimes/bwrap.js"
 import * as Docker from "../sandbox/runtimes/docker.js"
 import * as Process from "../sandbox/runtimes/process.js"

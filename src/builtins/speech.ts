@@ -4,7 +4,7 @@
  * voice name (`en`, `en-us`, `de`, ...); espeak-ng's default otherwise. Not installed: each call
  * fails with the reason (the reply's text still goes out), and `pynchy doctor` says so.
  */
-import { definePlugin, type SpeechAudio, type SpeechRequest, type SpeechSynthesizer } from "../plugins/contract.js"
+import { definePlugin, type SpeechAudio, type SpeechRequest, type SpeechSynthesizer } from "../contracts/plugin.js"
 import { pipeThrough } from "../speech/pipe.js"
 import { DEFAULT_SYNTHESIZER } from "../speech/synthesize.js"
 

@@ -6,7 +6,7 @@
  * installs or starts anything.
  */
 import { execFile } from "node:child_process"
-import { definePlugin, type Tunnel } from "../plugins/contract.js"
+import { definePlugin, type Tunnel } from "../contracts/plugin.js"
 
 interface Detected {
   readonly present: boolean

@@ -26,7 +26,7 @@
  */
 import { Clock, Duration, Effect, Schema } from "effect"
 import { DeliveryStore } from "../db/DeliveryStore.js"
-import type { OutboundAudio, OutboundDelivery, OutboundFile } from "../pipeline/channel-contract.js"
+import type { OutboundAudio, OutboundDelivery, OutboundFile } from "../contracts/channel.js"
 import { splitText } from "./split.js"
 
 /** A part surely not delivered: the delivery may be sent again (only its missing parts go). */

@@ -1,5 +1,5 @@
 import * as fs from "node:fs"
-import type { Channel, OutboundDelivery } from "../pipeline/channel-contract.js"
+import type { Channel, OutboundDelivery } from "../contracts/channel.js"
 
 export interface RecordingOptions {
   readonly name: string

@@ -1,4 +1,4 @@
-import type { Channel } from "../pipeline/channel-contract.js"
+import type { Channel } from "../contracts/channel.js"
 
 let redirect: ((line: string) => void) | undefined
 

@@ -20,7 +20,7 @@ import { TurnStore } from "../db/TurnStore.js"
 import { HostIdentity } from "../pipeline/HostIdentity.js"
 import { TurnQueue } from "../pipeline/TurnQueue.js"
 import { ConnectionRuntimes, ConnectionRuntimeSources, type RuntimeHealth } from "../runtimes/ConnectionRuntimes.js"
-import { asNative } from "../runtimes/native-runtime.js"
+import { asNative } from "../contracts/native-runtime.js"
 import { connectionSingleton, HeldConnections, runnerAddressOf, shardOf } from "./Cluster.js"
 import { ClusterStore } from "./ClusterStore.js"
 

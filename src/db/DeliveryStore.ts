@@ -1,6 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
-import type { AudioFormat } from "../plugins/contract.js"
+import type { AudioFormat } from "../domain/audio.js"
 import { Delivery, type DeliveryKind } from "../domain/delivery.js"
 import { ConversationId, DeliveryId, TurnId } from "../domain/ids.js"
 import { jsonField, jsonRows } from "./dialect.js"

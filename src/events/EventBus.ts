@@ -1,6 +1,6 @@
 /**
  * The host's event bus: every service that has something to say publishes a HostEvent here, and
- * observers (src/events/Observers.ts) read them. Publishing never waits for anyone: it hands the
+ * observers (src/observers/Observers.ts) read them. Publishing never waits for anyone: it hands the
  * event, in the publisher's own fiber, to each attached sink, and a sink only queues it (an
  * observer's bounded queue, where a slow observer drops; a subscriber's queue). No fiber runs
  * between a publish and the queues, so an event costs the publisher one call per sink.

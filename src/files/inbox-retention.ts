@@ -24,7 +24,7 @@
  */
 import { Effect } from "effect"
 import * as fsp from "node:fs/promises"
-import { openUntrustedFolder } from "../sandbox/untrusted.js"
+import { openUntrustedFolder } from "../untrusted/untrusted.js"
 import { INBOX } from "./inbox.js"
 
 /** Entries examined per workspace per sweep. */

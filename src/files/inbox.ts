@@ -9,7 +9,7 @@ import { createHash } from "node:crypto"
 import { Effect } from "effect"
 import type { FilesConfig } from "../config/files.js"
 import type { InboundFile } from "../domain/message.js"
-import { writeUntrusted } from "../sandbox/untrusted.js"
+import { writeUntrusted } from "../untrusted/untrusted.js"
 import { mimeTypeOf, refusalOf, safeFolder, safeName } from "./names.js"
 
 /** Where the workspace folder is mounted in a sandbox. */

@@ -9,7 +9,7 @@ import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { Effect } from "effect"
 import type { FilesConfig } from "../config/files.js"
-import { openUntrustedFolder, readUntrustedBytes } from "../sandbox/untrusted.js"
+import { openUntrustedFolder, readUntrustedBytes } from "../untrusted/untrusted.js"
 import type { RefusedFile } from "./inbox.js"
 import { mimeTypeOf, refusalOf, safeName } from "./names.js"
 

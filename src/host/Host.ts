@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { HostStore } from "../db/HostStore.js"
-import { Observers } from "../events/Observers.js"
+import { Observers } from "../observers/Observers.js"
 import { Gateway } from "../gateway/Gateway.js"
 import { HostIdentity } from "../pipeline/HostIdentity.js"
 import { TurnQueue } from "../pipeline/TurnQueue.js"

@@ -7,7 +7,7 @@
  */
 import { Config, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
 import * as os from "node:os"
-import { connectMcp, type McpConnection, type McpLaunch, McpProblem } from "../agent/mcp-client.js"
+import { connectMcp, type McpConnection, type McpLaunch, McpProblem } from "../protocol/mcp-client.js"
 import { HostConfig } from "../config/HostConfig.js"
 import { McpFailureCode, McpServerSpec } from "../domain/mcp.js"
 import type { Workspace } from "../domain/workspace.js"

@@ -1,5 +1,5 @@
 import { Context, Effect, FiberSet, Layer, PubSub, type Scope, Stream } from "effect"
-import type { Channel, ProgressTarget } from "./channel-contract.js"
+import type { Channel, ProgressTarget } from "../contracts/channel.js"
 import { noProgress, openFeed, type ProgressFeed, showsProgress } from "./progress.js"
 
 export declare namespace Channels {

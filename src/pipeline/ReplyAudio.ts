@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import type { Delivery } from "../domain/delivery.js"
 import type { WorkspaceId } from "../domain/ids.js"
-import type { Channel, OutboundAudio } from "./channel-contract.js"
+import type { Channel, OutboundAudio } from "../contracts/channel.js"
 
 export declare namespace ReplyAudio {
   /**

@@ -4,7 +4,7 @@
  * waits on the channel. Nothing here is recorded: a crash loses progress, never a reply.
  */
 import { Duration, Effect, Queue, type Scope } from "effect"
-import type { Channel, ProgressEvent, ProgressTarget } from "./channel-contract.js"
+import type { Channel, ProgressEvent, ProgressTarget } from "../contracts/channel.js"
 
 /** Deltas waiting for a slow channel past this many are dropped (the reply still arrives whole). */
 export const PROGRESS_BUFFER = 256

@@ -11,9 +11,9 @@ import { parse as parseYaml } from "yaml"
 import { builtinCoreInfo } from "../protocol/agent-cores.js"
 import { McpServerSpec } from "../domain/mcp.js"
 import { Workspace } from "../domain/workspace.js"
-import type { Channel } from "../pipeline/channel-contract.js"
-import type { ConnectionRuntime } from "../runtimes/connection-runtime-contract.js"
-import { type AnyConnectionRuntime, isNative, type NativeConnectionRuntime } from "../runtimes/native-runtime.js"
+import type { Channel } from "../contracts/channel.js"
+import type { ConnectionRuntime } from "../contracts/connection-runtime.js"
+import { type AnyConnectionRuntime, isNative, type NativeConnectionRuntime } from "../contracts/native-runtime.js"
 import type {
   ActionSpec,
   AgentCore,
@@ -23,7 +23,7 @@ import type {
   ServiceHandler,
   SpeechSynthesizer,
   Tunnel
-} from "./contract.js"
+} from "../contracts/plugin.js"
 
 /** Presence of a function (the registry cannot check its signature, only that it is callable). */
 export const Fn = Schema.declare((u: unknown): u is (...args: ReadonlyArray<any>) => unknown => typeof u === "function", {

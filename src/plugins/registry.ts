@@ -4,11 +4,11 @@
  */
 import { Duration, Effect, Either, Option } from "effect"
 import { PynchyConfig } from "../config/schema.js"
-import type { Channel } from "../pipeline/channel-contract.js"
-import type { AnyConnectionRuntime } from "../runtimes/native-runtime.js"
-import { invoke } from "./call-hook.js"
+import type { Channel } from "../contracts/channel.js"
+import type { AnyConnectionRuntime } from "../contracts/native-runtime.js"
+import { invoke } from "../contracts/call-hook.js"
 import { CATEGORIES, type Checked, type ContributionTypes, type SkillFolder, UNSUPPORTED_HOOKS } from "./contributions.js"
-import { HOOKS, type HookName, type PluginContext } from "./contract.js"
+import { HOOKS, type HookName, type PluginContext } from "../contracts/plugin.js"
 import { PluginContributionsInvalid, PluginFault, type PluginSource, type SkippedPlugin } from "./errors.js"
 
 /** A loaded plugin module's export and where it came from. */

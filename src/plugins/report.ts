@@ -1,5 +1,5 @@
 /** What `pynchy plugins` shows: the same data as text or JSON. */
-import { HOOKS } from "./contract.js"
+import { HOOKS } from "../contracts/plugin.js"
 import { type PluginFault, type PluginSource, sourceLabel } from "./errors.js"
 import type { Registry } from "./registry.js"
 

@@ -2,7 +2,7 @@ import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Sc
 import { HostConfig } from "../config/HostConfig.js"
 import { EventBus } from "../events/EventBus.js"
 import { CloseFailure, RuntimeStartFailed } from "./errors.js"
-import { type AnyConnectionRuntime, asNative, type NativeConnectionRuntime, type NativeRuntimeContext, type NativeRuntimeServices } from "./native-runtime.js"
+import { type AnyConnectionRuntime, asNative, type NativeConnectionRuntime, type NativeRuntimeContext, type NativeRuntimeServices } from "../contracts/native-runtime.js"
 
 /** One runtime as a plugin contributed it: a plugin's Promise runtime or a built-in's native one. */
 export interface RuntimeEntry {

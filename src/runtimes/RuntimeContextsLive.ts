@@ -8,10 +8,9 @@ import { Workspace } from "../domain/workspace.js"
 import { Channels } from "../pipeline/Channels.js"
 import { Ingest } from "../pipeline/Ingest.js"
 import { Workspaces } from "../pipeline/Workspaces.js"
-import type { ConnectionRuntimeContext, IngestMessageInput, WorkspaceInfo } from "./connection-runtime-contract.js"
+import type { ConnectionRuntimeContext, IngestMessageInput, WorkspaceInfo } from "../contracts/connection-runtime.js"
 import { RuntimeContexts } from "./ConnectionRuntimes.js"
-import { ContextCallFailed } from "./errors.js"
-import type { NativeRuntimeContext } from "./native-runtime.js"
+import { ContextCallFailed, type NativeRuntimeContext } from "../contracts/native-runtime.js"
 
 const info = (w: Workspace): WorkspaceInfo => Schema.encodeSync(Workspace)(w) as unknown as WorkspaceInfo
 const decodeWorkspace = Schema.decodeUnknownEither(Workspace)

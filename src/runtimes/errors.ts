@@ -25,12 +25,3 @@ export class RuntimeStartFailed extends Schema.TaggedError<RuntimeStartFailed>()
     return `connection runtime '${this.runtime}' from plugin '${this.plugin}' failed to start (${this.code}): ${this.reason}; closed in reverse: ${this.closed.join(", ") || "none"}${closes}`
   }
 }
-
-/** A host callback a connection runtime called failed; the runtime's Promise rejects with this. */
-export class ContextCallFailed extends Schema.TaggedError<ContextCallFailed>()("ContextCallFailed", {
-  reason: Schema.String
-}) {
-  override get message() {
-    return this.reason
-  }
-}

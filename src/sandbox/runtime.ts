@@ -3,7 +3,7 @@
  * (`containerRuntime`: name, start, kill, isAlive returning Promises), so a plugin can bring its
  * own; the built-ins are bwrap, process and docker.
  */
-import type { ContainerRuntime } from "../plugins/contract.js"
+import type { ContainerRuntime } from "../contracts/plugin.js"
 
 export interface SandboxSpec {
   /** The host's id for this sandbox (`[a-f0-9]{12}`), used for names (cgroup, container). */

@@ -15,7 +15,7 @@ import * as path from "node:path"
 import type { Workspace } from "../domain/workspace.js"
 import { type SkillFolder, skillFolderFrom } from "../plugins/contributions.js"
 import { isSafeName } from "./runtime.js"
-import { readUntrusted } from "./untrusted.js"
+import { readUntrusted } from "../untrusted/untrusted.js"
 
 export interface TurnSkill {
   readonly name: string

@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import type { TurnInput } from "../pipeline/AgentExecutor.js"
-import { auditFolder } from "./untrusted.js"
+import { auditFolder } from "../untrusted/untrusted.js"
 
 export const makeWorkspaceAudit = (capMb: number) => {
   const overCap = new Set<string>()

@@ -5,7 +5,7 @@ import { MessageStore } from "../db/MessageStore.js"
 import { TaskStore } from "../db/TaskStore.js"
 import { ConversationId } from "../domain/ids.js"
 import type { Workspace } from "../domain/workspace.js"
-import type { ServiceHandler } from "../plugins/contract.js"
+import type { ServiceHandler } from "../contracts/plugin.js"
 import { whenOf } from "./summary.js"
 import { hostTimeZone, isKnownZone, nextDue, parseCron, type Recurrence, shortestGapMs } from "../domain/due.js"
 

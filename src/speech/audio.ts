@@ -2,7 +2,7 @@
  * Audio formats: what a synthesizer may answer, what a channel may want, and the conversions
  * between them (opus-tools: `opusenc` WAV → OGG/Opus, `opusdec` OGG/Opus → WAV).
  */
-import type { AudioFormat } from "../plugins/contract.js"
+import type { AudioFormat } from "../domain/audio.js"
 import { pipeThrough } from "./pipe.js"
 
 export type { AudioFormat }

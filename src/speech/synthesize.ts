@@ -4,8 +4,8 @@
  * misses the deadline `synthesize_timeout`, one that answers another shape `invalid_audio`.
  */
 import { Duration, Effect, Schema } from "effect"
-import { invoke } from "../plugins/call-hook.js"
-import type { SpeechAudio, SpeechRequest, SpeechSynthesizer } from "../plugins/contract.js"
+import { invoke } from "../contracts/call-hook.js"
+import type { SpeechAudio, SpeechRequest, SpeechSynthesizer } from "../contracts/plugin.js"
 import { AUDIO_FORMATS, looksLike } from "./audio.js"
 
 /** The synthesizer of a workspace whose `voice` names none: the built-in espeak-ng one (src/builtins/speech.ts). */

@@ -8,7 +8,7 @@
  */
 import { Effect, Layer, Metric, MetricBoundaries, Option } from "effect"
 import type { HostEvent } from "../events/HostEvent.js"
-import { Observers } from "../events/Observers.js"
+import { Observers } from "../observers/Observers.js"
 import { otlpEndpoint } from "./Telemetry.js"
 
 export const turns = Metric.counter("pynchy.turns", { description: "Turn attempts that ended, by outcome (completed, blocked, retried, failed)", incremental: true })
@@ -63,7 +63,7 @@ export const recordEvent = (event: HostEvent): Effect.Effect<void> => {
   }
 }
 
-/** The OpenTelemetry observer of the event bus (the shape src/events/Observers.ts attaches). */
+/** The OpenTelemetry observer of the event bus (the shape src/observers/Observers.ts attaches). */
 export const metricsObserver = {
   name: "opentelemetry",
   maxBatch: 512,

@@ -5,8 +5,8 @@
  * the command that asked. The first present tunnel with a URL is the host's public address.
  */
 import { Duration, Effect, Either, Schema } from "effect"
-import type { Tunnel } from "../plugins/contract.js"
-import { invoke } from "../plugins/call-hook.js"
+import type { Tunnel } from "../contracts/plugin.js"
+import { invoke } from "../contracts/call-hook.js"
 
 export const DETECT_TIMEOUT = Duration.seconds(5)
 

@@ -12,7 +12,7 @@ import { makeHostActions } from "../../src/actions/HostActions.js"
 import { inputSummary, SUMMARY_MAX } from "../../src/actions/summary.js"
 import { WorkspaceId } from "../../src/domain/ids.js"
 import { Workspace } from "../../src/domain/workspace.js"
-import type { ServiceHandler } from "../../src/plugins/contract.js"
+import type { ServiceHandler } from "../../src/contracts/plugin.js"
 import { tempDir } from "../support/db.js"
 import { approvalHost, approvalNotices, firstTurn, nextAttempt, noticeCode, room } from "./support.js"
 

@@ -15,7 +15,7 @@ import { WorkspaceId } from "../../src/domain/ids.js"
 import { AgentTasks } from "../../src/schedules/AgentTasks.js"
 import { Workspace } from "../../src/domain/workspace.js"
 import type { BuiltinPlugin } from "../../src/builtins/list.js"
-import type { ServiceHandler } from "../../src/plugins/contract.js"
+import type { ServiceHandler } from "../../src/contracts/plugin.js"
 import { tempDir } from "../support/db.js"
 import { recordingConfig } from "../support/host.js"
 

@@ -25,7 +25,7 @@ import { makeDiscordRuntime, nonceOf } from "../../src/channels/discord/DiscordR
 import { decodeDiscordSettings } from "../../src/channels/discord/settings.js"
 import { fileKey } from "../../src/channels/parts.js"
 import { MessageStore } from "../../src/db/MessageStore.js"
-import { SendOutcomeUnknown } from "../../src/pipeline/channel-contract.js"
+import { SendOutcomeUnknown } from "../../src/contracts/channel.js"
 import { Channels } from "../../src/pipeline/Channels.js"
 import { tempDir } from "../support/db.js"
 import { type FakeDiscord, startDiscord } from "../support/discord.js"

@@ -4,8 +4,8 @@ import { randomUUID } from "node:crypto"
 import { decodeConfig } from "../../src/config/HostConfig.js"
 import { ExecutorId } from "../../src/domain/ids.js"
 import { AgentExecutor, ExecutorLiveness, TurnFailed } from "../../src/pipeline/AgentExecutor.js"
-import type { OutboundDelivery } from "../../src/pipeline/channel-contract.js"
-import type { ConnectionRuntime, ConnectionRuntimeContext } from "../../src/runtimes/connection-runtime-contract.js"
+import type { OutboundDelivery } from "../../src/contracts/channel.js"
+import type { ConnectionRuntime, ConnectionRuntimeContext } from "../../src/contracts/connection-runtime.js"
 
 export const filesConfig = (dir: string, files: Record<string, unknown> = { maxBytes: 1_000, maxFiles: 3 }, extra: { readonly workspace?: Record<string, unknown>; readonly [key: string]: unknown } = {}) => {
   const { workspace, ...rest } = extra

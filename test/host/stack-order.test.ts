@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Logger, LogLevel } from "effect"
 import { makeTestHost } from "../../layers/test.js"
-import type { ConnectionRuntime } from "../../src/runtimes/connection-runtime-contract.js"
+import type { ConnectionRuntime } from "../../src/contracts/connection-runtime.js"
 import { tempDir } from "../support/db.js"
 import { recordingConfig } from "../support/host.js"
 

@@ -6,7 +6,7 @@ import { Approvals } from "../../src/actions/Approvals.js"
 import { makeHostActions as makeOver } from "../../src/actions/HostActions.js"
 import { Workspace } from "../../src/domain/workspace.js"
 import { WorkspaceId } from "../../src/domain/ids.js"
-import type { ServiceHandler } from "../../src/plugins/contract.js"
+import type { ServiceHandler } from "../../src/contracts/plugin.js"
 
 const greet: ServiceHandler = {
   name: "hello.greet",

@@ -15,7 +15,7 @@ import { unsafeWorkspaceFolder } from "../../src/config/workspace-folder.js"
 import { hostDirOf, sessionDirOf } from "../../src/sandbox/folders.js"
 import { decodeRunnerLine, ErrorCode } from "../../src/protocol/ipc.js"
 import { sweepSessions } from "../../src/sandbox/retention.js"
-import { auditFolder, readUntrusted } from "../../src/sandbox/untrusted.js"
+import { auditFolder, readUntrusted } from "../../src/untrusted/untrusted.js"
 import { tempDir } from "../support/db.js"
 
 const logLine = (message: string, annotations: Record<string, unknown>) =>

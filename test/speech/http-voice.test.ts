@@ -11,7 +11,7 @@ import { decodeHttpSettings, hashToken } from "../../src/channels/http/settings.
 import { decodeConfig } from "../../src/config/HostConfig.js"
 import { DeliveryStore } from "../../src/db/DeliveryStore.js"
 import { ConversationId } from "../../src/domain/ids.js"
-import { definePlugin } from "../../src/plugins/contract.js"
+import { definePlugin } from "../../src/contracts/plugin.js"
 import { tempDir } from "../support/db.js"
 import { eventually } from "../support/eventually.js"
 import { skipWithout } from "../support/system.js"

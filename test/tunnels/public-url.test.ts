@@ -3,14 +3,15 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Layer, Option } from "effect"
 import { decodeConfig, HostConfig } from "../../src/config/HostConfig.js"
 import { PluginRegistry } from "../../src/plugins/PluginRegistry.js"
-import { PublicUrl, resolvePublicUrl } from "../../src/tunnels/PublicUrl.js"
-import { definePlugin } from "../../src/plugins/contract.js"
+import { PublicUrl, resolvePublicUrl } from "../../src/contracts/public-url.js"
+import { publicUrlFromTunnels } from "../../src/tunnels/tunnel-url.js"
+import { definePlugin } from "../../src/contracts/plugin.js"
 import * as os from "node:os"
 
 const withTunnels = (tunnels: ReadonlyArray<{ name: string; detect: () => unknown }>) => {
   let detections = 0
   const plugin = definePlugin({ name: "t", tunnel: () => tunnels.map((t) => ({ ...t, detect: () => (detections++, t.detect()) })) })
-  const layer = PublicUrl.layer.pipe(
+  const layer = publicUrlFromTunnels.pipe(
     Layer.provide(PluginRegistry.layerWith({ root: os.tmpdir(), builtins: [{ name: "t", load: () => Promise.resolve(plugin) }] })),
     Layer.provide(HostConfig.layerFrom(Either.getOrThrow(decodeConfig({}, "test config"))))
   )

@@ -1,5 +1,5 @@
 import * as path from "node:path"
-import { definePlugin } from "../../plugins/contract.js"
+import { definePlugin } from "../../contracts/plugin.js"
 import { hostPackageRoot } from "../../plugins/paths.js"
 
 /** The skills every workspace gets. The folder is found from the package root, so the bundle finds it too. */

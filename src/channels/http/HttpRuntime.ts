@@ -1,7 +1,7 @@
 /**
  * The HTTP API connection: a loopback server that ingests posted messages durably and serves the
  * replies of each conversation (a list and an SSE stream) from the deliveries table. It is an
- * Effect-native connection runtime (src/runtimes/native-runtime.ts) on @effect/platform's
+ * Effect-native connection runtime (src/contracts/native-runtime.ts) on @effect/platform's
  * HttpServer: it listens in the runtime's scope and binds the outbound channel of its connection.
  *
  *   POST /v1/conversations/{place}/messages   {text, sender?, files?: [{name, type?, base64}]}   Idempotency-Key: <key>
@@ -26,9 +26,9 @@ import * as http from "node:http"
 import { FilesConfig } from "../../config/files.js"
 import { readTokenHashes, tokenMatcher } from "../../config/token-hashes.js"
 import { DeliveryStore } from "../../db/DeliveryStore.js"
-import type { Channel } from "../../pipeline/channel-contract.js"
-import { native, type NativeConnectionRuntime } from "../../runtimes/native-runtime.js"
-import { resolvePublicUrl } from "../../tunnels/PublicUrl.js"
+import type { Channel } from "../../contracts/channel.js"
+import { native, type NativeConnectionRuntime } from "../../contracts/native-runtime.js"
+import { resolvePublicUrl } from "../../contracts/public-url.js"
 import { Caller, HttpFailure, json, makeRouter } from "./api.js"
 import { ReplyHub } from "./replies.js"
 import type { HttpSettings } from "./settings.js"

@@ -7,7 +7,7 @@
  */
 import { Queue } from "effect"
 import type { Delivery } from "../../domain/delivery.js"
-import type { ProgressEvent } from "../../pipeline/channel-contract.js"
+import type { ProgressEvent } from "../../contracts/channel.js"
 
 export interface Reply {
   readonly id: number

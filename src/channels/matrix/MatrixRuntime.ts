@@ -22,7 +22,7 @@
  *   Typing is progress, not a delivery: a failed typing call is ignored.
  * - isReady is true after a successful sync and false from a failed one until the next success.
  *
- * It is an Effect-native runtime (src/runtimes/native-runtime.ts): it talks through the host's
+ * It is an Effect-native runtime (src/contracts/native-runtime.ts): it talks through the host's
  * HttpClient, and its sync loop and typing fibers are forked into the runtime's scope, so they
  * run in the host's runtime (its logger and tracer) and stop when the runtime closes. A defect
  * in the loop is logged and the loop goes on.
@@ -36,9 +36,9 @@ import * as path from "node:path"
 import { FilesConfig } from "../../config/files.js"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
 import { mimeTypeOf, refusalOf, safeName } from "../../files/names.js"
-import type { Channel, OutboundAudio, OutboundDelivery, OutboundFile, ProgressEvent } from "../../pipeline/channel-contract.js"
-import type { IngestMessageInput } from "../../runtimes/connection-runtime-contract.js"
-import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
+import type { Channel, OutboundAudio, OutboundDelivery, OutboundFile, ProgressEvent } from "../../contracts/channel.js"
+import type { IngestMessageInput } from "../../contracts/connection-runtime.js"
+import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../contracts/native-runtime.js"
 import { sendInParts } from "../parts.js"
 import { keepTyping } from "../typing.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"

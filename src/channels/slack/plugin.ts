@@ -1,4 +1,4 @@
-import { definePlugin } from "../../plugins/contract.js"
+import { definePlugin } from "../../contracts/plugin.js"
 import { routedRuntimes } from "../../plugins/connections.js"
 import { decodeSlackSettings } from "./settings.js"
 

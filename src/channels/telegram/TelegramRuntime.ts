@@ -41,9 +41,9 @@ import { Cause, Duration, Effect, Exit, FiberMap, Runtime, Schedule, Schema } fr
 import { FilesConfig } from "../../config/files.js"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
 import { mimeTypeOf, refusalOf, safeName } from "../../files/names.js"
-import { type Channel, type OutboundDelivery, type ProgressEvent, SendOutcomeUnknown } from "../../pipeline/channel-contract.js"
-import type { IngestMessageInput } from "../../runtimes/connection-runtime-contract.js"
-import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../runtimes/native-runtime.js"
+import { type Channel, type OutboundDelivery, type ProgressEvent, SendOutcomeUnknown } from "../../contracts/channel.js"
+import type { IngestMessageInput } from "../../contracts/connection-runtime.js"
+import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../contracts/native-runtime.js"
 import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
 import { keepTyping } from "../typing.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
@@ -170,7 +170,7 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
             : Runtime.runPromiseExit(runtime)(send(delivery)).then((exit) => {
               if (Exit.isSuccess(exit)) return
               const e = Cause.squash(exit.cause)
-              // The outbox reads an unknown outcome from the rejection's type (channel-contract.ts).
+              // The outbox reads an unknown outcome from the rejection's type (src/contracts/channel.ts).
               throw e instanceof PartsOutcomeUnknown ? new SendOutcomeUnknown(e.message) : e
             }),
         progress: (event) => (closed ? undefined : Runtime.runPromise(runtime)(Effect.asVoid(progress(event))))

@@ -1,5 +1,5 @@
 import * as path from "node:path"
-import { definePlugin } from "../../plugins/contract.js"
+import { definePlugin } from "../../contracts/plugin.js"
 import { routedRuntimes } from "../../plugins/connections.js"
 import { decodeTelegramSettings } from "./settings.js"
 

@@ -5,8 +5,8 @@
  * written when the agent streams.
  */
 import { randomUUID } from "node:crypto"
-import type { Channel } from "../../pipeline/channel-contract.js"
-import type { ConnectionRuntime } from "../../runtimes/connection-runtime-contract.js"
+import type { Channel } from "../../contracts/channel.js"
+import type { ConnectionRuntime } from "../../contracts/connection-runtime.js"
 import type { ChatUi } from "./chat-ui.js"
 
 export interface TerminalRuntimeOptions {

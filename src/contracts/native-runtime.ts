@@ -9,12 +9,20 @@
  * logger and tracer apply, and a defect is logged rather than swallowed.
  */
 import type * as HttpClient from "@effect/platform/HttpClient"
-import { Data, Effect, type Scope } from "effect"
+import { Data, Effect, Schema, type Scope } from "effect"
 import type { DeliveryStore } from "../db/DeliveryStore.js"
-import type { Channel } from "../pipeline/channel-contract.js"
-import type { PublicUrl } from "../tunnels/PublicUrl.js"
-import type { ConnectionRuntime, ConnectionRuntimeContext, IngestMessageInput, IngestResult } from "./connection-runtime-contract.js"
-import type { ContextCallFailed } from "./errors.js"
+import type { Channel } from "./channel.js"
+import type { PublicUrl } from "./public-url.js"
+import type { ConnectionRuntime, ConnectionRuntimeContext, IngestMessageInput, IngestResult } from "./connection-runtime.js"
+
+/** A host callback a connection runtime called failed; the runtime's Promise rejects with this. */
+export class ContextCallFailed extends Schema.TaggedError<ContextCallFailed>()("ContextCallFailed", {
+  reason: Schema.String
+}) {
+  override get message() {
+    return this.reason
+  }
+}
 
 /** What a built-in runtime may talk through; ConnectionRuntimes requires it of the host stack. */
 export type NativeRuntimeServices = HttpClient.HttpClient | DeliveryStore | PublicUrl

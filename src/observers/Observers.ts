@@ -7,8 +7,8 @@
  */
 import { Cause, Chunk, Context, Duration, Effect, Fiber, Layer, Queue, type Scope } from "effect"
 import { HostConfig } from "../config/HostConfig.js"
-import { EventBus } from "./EventBus.js"
-import type { HostEvent } from "./HostEvent.js"
+import { EventBus } from "../events/EventBus.js"
+import type { HostEvent } from "../events/HostEvent.js"
 
 /** Resumes after the event loop's current turn: whatever is ready to run (microtasks, fibers, I/O callbacks) runs first. */
 const nextLoopTurn = Effect.async<void>((resume) => {

@@ -1,4 +1,4 @@
-import type { Channel } from "../pipeline/channel-contract.js"
+import type { Channel } from "./channel.js"
 
 /**
  * The connection runtime contract of ../shared/seeds/connection-runtime-hook.md, for plugin

@@ -1,12 +1,10 @@
 /**
  * The host's public base URL for what it hands out (the HTTP API's audio URLs, the Control UI's
  * link): a setting `publicUrl` is either an `http(s)://` address, or `tunnel`: the URL of the
- * first present tunnel (src/tunnels/detect.ts), detected once, on first use. No tunnel present:
+ * first present tunnel (src/tunnels/detect.ts; its layer from the plugins' tunnels is in src/tunnels/tunnel-url.ts), detected once, on first use. No tunnel present:
  * the local address, with a warning.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { PluginRegistry } from "../plugins/PluginRegistry.js"
-import { detectTunnels, publicUrl } from "./detect.js"
 
 export declare namespace PublicUrl {
   export interface Service {
@@ -16,16 +14,6 @@ export declare namespace PublicUrl {
 }
 
 export class PublicUrl extends Context.Tag("pynchy/PublicUrl")<PublicUrl, PublicUrl.Service>() {
-  /** The tunnels of the plugin registry. */
-  static readonly layer = Layer.effect(
-    PublicUrl,
-    Effect.gen(function* () {
-      const registry = yield* PluginRegistry
-      const tunnel = yield* Effect.cached(Effect.map(detectTunnels(registry.tunnels), (reports) => Option.fromNullable(publicUrl(reports)?.url)))
-      return PublicUrl.of({ tunnel })
-    })
-  )
-
   /** No tunnel (tests and hosts without plugins). */
   static readonly layerNone = Layer.succeed(PublicUrl, PublicUrl.of({ tunnel: Effect.succeedNone }))
 }

@@ -5,9 +5,10 @@
  */
 import type { Effect } from "effect"
 import type { PynchyConfig } from "../config/schema.js"
-import type { Channel } from "../pipeline/channel-contract.js"
-import type { ConnectionRuntime } from "../runtimes/connection-runtime-contract.js"
-import type { NativeConnectionRuntime } from "../runtimes/native-runtime.js"
+import type { AudioFormat } from "../domain/audio.js"
+import type { Channel } from "./channel.js"
+import type { ConnectionRuntime } from "./connection-runtime.js"
+import type { NativeConnectionRuntime } from "./native-runtime.js"
 
 /** What every hook receives: the decoded config and a lookup of `connections:` settings. */
 export interface PluginContext {
@@ -77,8 +78,6 @@ export interface SpeechRequest {
   readonly voice?: string
 }
 
-/** The audio formats the host handles: `wav` (RIFF/WAVE, PCM) and `ogg_opus` (Opus in an Ogg container). */
-export type AudioFormat = "wav" | "ogg_opus"
 
 /** What `synthesize` answers: the audio bytes and their format. */
 export interface SpeechAudio {
@@ -154,7 +153,7 @@ export interface Plugin {
   /** Absolute folder paths, each holding a SKILL.md. */
   skillPaths?(context: PluginContext): HookResult<string>
   createChannel?(context: ChannelFactoryContext): HookResult<Channel>
-  /** Plugins return the Promise shape; built-ins may return the Effect-native one (src/runtimes/native-runtime.ts). */
+  /** Plugins return the Promise shape; built-ins may return the Effect-native one (src/contracts/native-runtime.ts). */
   connectionRuntime?(context: PluginContext): HookResult<ConnectionRuntime | NativeConnectionRuntime>
   speechSynthesizer?(context: PluginContext): HookResult<SpeechSynthesizer>
   containerRuntime?(context: PluginContext): HookResult<ContainerRuntime>

@@ -6,9 +6,9 @@
  */
 import { Clock, Effect, Layer, Queue } from "effect"
 import { HostStore } from "../db/HostStore.js"
-import type { GatewayEvent } from "../gateway/events.js"
-import { Gateway } from "../gateway/Gateway.js"
-import { EventBus, type Publishable } from "./EventBus.js"
+import type { GatewayEvent } from "./events.js"
+import { Gateway } from "./Gateway.js"
+import { EventBus, type Publishable } from "../events/EventBus.js"
 
 const DAY = 86_400_000
 
