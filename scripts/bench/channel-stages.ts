@@ -18,6 +18,7 @@ import * as path from "node:path"
 import { makeTestHost } from "../../layers/test.js"
 import { decodeConfig } from "../../src/config/HostConfig.js"
 import { native, type NativeRuntimeContext } from "../../src/contracts/native-runtime.js"
+import { nativeChannel } from "../../src/contracts/channel.js"
 import { tempDir } from "../../test/support/db.js"
 import { median } from "./stats.js"
 import type { Row } from "./types.js"
@@ -182,13 +183,14 @@ export const pipelineAlone = async (warmup: number, n: number, gapMs: number): P
     isReady: Effect.succeed(true),
     start: (c) => {
       context = c
-      return c.bindChannel({
+      return c.bindChannel(nativeChannel({
         name: "inproc",
         idempotentResends: true,
-        send: async (d) => {
-          if (waiting !== undefined && d.text === waiting.text) waiting.done()
-        }
-      })
+        send: (d) =>
+          Effect.sync(() => {
+            if (waiting !== undefined && d.text === waiting.text) waiting.done()
+          })
+      }))
     }
   })
   const scope = Effect.runSync(Scope.make())

@@ -24,9 +24,9 @@
  * tried, one surely not sent fails the delivery with `PartsNotSent` (the resend sends only it) and
  * one that may be lost with `PartsOutcomeUnknown` (the user is told).
  */
-import { Clock, Duration, Effect, Schema } from "effect"
+import { Clock, type Context, Duration, Effect, Schema } from "effect"
 import { DeliveryStore } from "../db/DeliveryStore.js"
-import type { OutboundAudio, OutboundDelivery, OutboundFile } from "../contracts/channel.js"
+import { ChannelSendFailed, type OutboundAudio, type OutboundDelivery, type OutboundFile, sendFailure } from "../contracts/channel.js"
 import { splitText } from "./split.js"
 
 /** A part surely not delivered: the delivery may be sent again (only its missing parts go). */
@@ -169,3 +169,21 @@ const sendExtraPart = <E>(deliveryKey: string, key: string, warning: string, sen
       Effect.annotateLogs({ delivery: deliveryKey, part: key, outcome: failure.notSent ? "not sent" : "unknown", reason: failure.reason })
     )
   })
+
+/**
+ * A built-in runtime's native send (`NativeChannel.send`): refused once its connection is closed,
+ * run with the runtime's DeliveryStore, and an unknown outcome of its parts (`PartsOutcomeUnknown`)
+ * kept unknown, so the outbox never resends what the platform may have.
+ */
+export const runtimeSend = <E>(
+  connection: string,
+  isOpen: () => boolean,
+  services: Context.Context<DeliveryStore>,
+  send: (delivery: OutboundDelivery) => Effect.Effect<void, E, DeliveryStore>
+) =>
+(delivery: OutboundDelivery): Effect.Effect<void, ChannelSendFailed> =>
+  Effect.suspend(() =>
+    isOpen()
+      ? send(delivery).pipe(sendFailure((e) => e instanceof PartsOutcomeUnknown), Effect.provide(services))
+      : Effect.fail(new ChannelSendFailed({ reason: `${connection} is closed`, outcomeUnknown: false }))
+  )

@@ -1,7 +1,11 @@
 /**
- * The outbound channel contract, as a plugin author sees it (plain Promises, no Effect needed).
- * A channel serves one connection name: deliveries of conversations on that connection go to it.
+ * The outbound channel contract, in two shapes. `Channel` is the one a plugin author sees (plain
+ * Promises, no Effect needed); `NativeChannel` is the Effect-native one the built-in runtimes bind
+ * and the host drives. A Promise channel becomes native in one place, `channelFromPromise`, when it
+ * is bound. A channel serves one connection name: deliveries of conversations on that connection go to it.
  */
+import { Cause, Data, Effect, Option } from "effect"
+
 export interface OutboundDelivery {
   /** Stable across resends; a channel that can, derives its provider transaction id from it. */
   readonly idempotencyKey: string
@@ -110,3 +114,94 @@ export class SendOutcomeUnknown extends Error {
 
 export const isOutcomeUnknown = (e: unknown): boolean =>
   e !== null && typeof e === "object" && (e as { outcomeUnknown?: unknown }).outcomeUnknown === true
+
+/**
+ * A native channel's send failed. `outcomeUnknown`: the platform may or may not have it (a request
+ * that got no answer, a part left half-sent), so the delivery ends `unknown` and is never resent.
+ */
+export class ChannelSendFailed extends Data.TaggedError("ChannelSendFailed")<{ readonly reason: string; readonly outcomeUnknown: boolean }> {
+  override get message() {
+    return this.reason
+  }
+}
+
+export const NativeChannelTypeId: unique symbol = Symbol.for("pynchy/NativeChannel")
+
+/** The Effect-native shape of a channel: the same fields as `Channel`, its calls as Effects. */
+export interface NativeChannel {
+  readonly [NativeChannelTypeId]: typeof NativeChannelTypeId
+  readonly name: string
+  readonly idempotentResends: boolean
+  readonly audio?: "wav" | "ogg_opus"
+  readonly files?: boolean
+  /** Succeeds when the platform accepted the delivery. Interrupting it (the outbox's deadline) counts as no answer. */
+  readonly send: (delivery: OutboundDelivery) => Effect.Effect<void, ChannelSendFailed>
+  /** Optional, best-effort (see `Channel.progress`): it never fails the turn, and its failures are dropped. */
+  readonly progress?: (event: ProgressEvent) => Effect.Effect<void>
+}
+
+export const nativeChannel = (channel: Omit<NativeChannel, typeof NativeChannelTypeId>): NativeChannel => ({
+  [NativeChannelTypeId]: NativeChannelTypeId,
+  ...channel
+})
+
+export const isNativeChannel = (u: unknown): u is NativeChannel => typeof u === "object" && u !== null && NativeChannelTypeId in u
+
+/** A channel a plugin or a runtime bound: either shape. */
+export type AnyChannel = Channel | NativeChannel
+
+const reasonOf = (e: unknown) => (e instanceof Error ? e.message : String(e))
+
+/**
+ * A plugin's Promise channel in the native shape: a rejection is `ChannelSendFailed`, unknown when
+ * it is a `SendOutcomeUnknown`; a progress call that throws or rejects is dropped.
+ */
+export const channelFromPromise = (channel: Channel): NativeChannel => {
+  const progress = channel.progress
+  return nativeChannel({
+    name: channel.name,
+    idempotentResends: channel.idempotentResends,
+    ...(channel.audio !== undefined ? { audio: channel.audio } : {}),
+    ...(channel.files !== undefined ? { files: channel.files } : {}),
+    send: (delivery) =>
+      Effect.tryPromise({
+        try: () => channel.send(delivery),
+        catch: (e) => new ChannelSendFailed({ reason: reasonOf(e), outcomeUnknown: isOutcomeUnknown(e) })
+      }),
+    ...(typeof progress === "function"
+      ? { progress: (event: ProgressEvent) => Effect.tryPromise(async () => progress.call(channel, event)).pipe(Effect.catchAllCause(() => Effect.void)) }
+      : {})
+  })
+}
+
+export const asNativeChannel = (channel: AnyChannel): NativeChannel => (isNativeChannel(channel) ? channel : channelFromPromise(channel))
+
+/**
+ * A native channel as a plugin sees it (`ConnectionRuntimeContext.channels.get`): its calls run by
+ * `run` in the host's runtime; an unknown outcome rejects with `SendOutcomeUnknown`.
+ */
+export const channelToPromise = (channel: NativeChannel, run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>): Channel => {
+  const progress = channel.progress
+  return {
+    name: channel.name,
+    idempotentResends: channel.idempotentResends,
+    ...(channel.audio !== undefined ? { audio: channel.audio } : {}),
+    ...(channel.files !== undefined ? { files: channel.files } : {}),
+    send: (delivery) => run(Effect.catchTag(channel.send(delivery), "ChannelSendFailed", (e) => Effect.fail(e.outcomeUnknown ? new SendOutcomeUnknown(e.reason) : new Error(e.reason)))),
+    ...(progress !== undefined ? { progress: (event: ProgressEvent) => run(progress(event)) } : {})
+  }
+}
+
+/**
+ * A native send from an Effect that may fail with anything: a failure or a defect becomes
+ * `ChannelSendFailed`, its outcome unknown where `unknown` says the platform may have it.
+ * Interruption stays interruption.
+ */
+export const sendFailure = <E>(unknown: (e: E) => boolean) => <R>(send: Effect.Effect<void, E, R>): Effect.Effect<void, ChannelSendFailed, R> =>
+  send.pipe(
+    Effect.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.failCause(cause as Cause.Cause<never>)
+        : Effect.fail(new ChannelSendFailed({ reason: reasonOf(Cause.squash(cause)), outcomeUnknown: Option.exists(Cause.failureOption(cause), unknown) }))
+    )
+  )

@@ -11,7 +11,7 @@
 import type * as HttpClient from "@effect/platform/HttpClient"
 import { Data, Effect, Schema, type Scope } from "effect"
 import type { DeliveryStore } from "../db/DeliveryStore.js"
-import type { Channel } from "./channel.js"
+import type { NativeChannel } from "./channel.js"
 import type { PublicUrl } from "./public-url.js"
 import type { ConnectionRuntime, ConnectionRuntimeContext, IngestMessageInput, IngestResult } from "./connection-runtime.js"
 
@@ -40,7 +40,7 @@ export interface NativeRuntimeContext {
   /** The durable cursor of (connection, stream), null before the first one. */
   readonly cursor: (connection: string, stream: string) => Effect.Effect<{ readonly position: string; readonly order: number } | null, ContextCallFailed>
   /** Binds the outbound channel of the runtime's connection; removed when the runtime closes. */
-  readonly bindChannel: (channel: Channel) => Effect.Effect<void>
+  readonly bindChannel: (channel: NativeChannel) => Effect.Effect<void>
   /** The enabled routes of a connection, from config. */
   readonly routes: (connection: string) => ReadonlyArray<{ readonly place: string; readonly workspace: string; readonly trigger?: string }>
   /** The same context with Promises, for a plugin's runtime (`fromPromise`). */

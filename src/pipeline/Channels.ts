@@ -1,5 +1,5 @@
 import { Context, Effect, FiberSet, Layer, PubSub, type Scope, Stream } from "effect"
-import type { Channel, ProgressTarget } from "../contracts/channel.js"
+import { type AnyChannel, asNativeChannel, type NativeChannel, type ProgressTarget } from "../contracts/channel.js"
 import { noProgress, openFeed, type ProgressFeed, showsProgress } from "./progress.js"
 
 export declare namespace Channels {
@@ -8,9 +8,12 @@ export declare namespace Channels {
    * lifetime) and from connection runtimes (ephemeral: removed when the runtime closes).
    */
   export interface Service {
-    readonly get: (connection: string) => Channel | undefined
-    /** Binds a channel; returns the effect that unbinds it (only if still this binding). */
-    readonly bind: (channel: Channel) => Effect.Effect<Effect.Effect<void>>
+    readonly get: (connection: string) => NativeChannel | undefined
+    /**
+     * Binds a channel (a plugin's Promise channel is made native here, the one place that adapts
+     * it); returns the effect that unbinds it (only if still this binding).
+     */
+    readonly bind: (channel: AnyChannel) => Effect.Effect<Effect.Effect<void>>
     /** Connection names as they get a channel bound: the outbox resumes their pending deliveries. */
     readonly bound: Stream.Stream<string>
     readonly names: () => ReadonlyArray<string>
@@ -24,13 +27,14 @@ export declare namespace Channels {
 
 export class Channels extends Context.Tag("pynchy/Channels")<Channels, Channels.Service>() {
   static readonly make = Effect.gen(function* () {
-    const byName = new Map<string, Channel>()
+    const byName = new Map<string, NativeChannel>()
     const hub = yield* PubSub.unbounded<string>()
     // Progress senders outlive their turn (to send `ended`); the host's scope bounds them.
     const senders = yield* FiberSet.make()
     return Channels.of({
       get: (name) => byName.get(name),
-      bind: (channel) => {
+      bind: (bound) => {
+        const channel = asNativeChannel(bound)
         const unbind = Effect.sync(() => {
           if (byName.get(channel.name) === channel) byName.delete(channel.name)
         })

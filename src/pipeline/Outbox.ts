@@ -6,7 +6,7 @@ import type { Delivery, DeliveryKind } from "../domain/delivery.js"
 import type { ConversationId, TurnId } from "../domain/ids.js"
 import { EventBus } from "../events/EventBus.js"
 import type { Conversation } from "../domain/workspace.js"
-import { type Channel, isOutcomeUnknown, type OutboundAudio, type OutboundFile } from "../contracts/channel.js"
+import type { NativeChannel, OutboundAudio, OutboundFile } from "../contracts/channel.js"
 import { Channels } from "./Channels.js"
 import { keyedRunner } from "./keyed.js"
 import { ReplyAudio } from "./ReplyAudio.js"
@@ -80,9 +80,8 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
           : "(The assistant restarted while sending a reply; it may be missing here.)"
       }])
 
-    const callChannel = (channel: Channel, conversation: Conversation, d: Delivery, previousAttempts: number, audio: Option.Option<OutboundAudio>, files: ReadonlyArray<OutboundFile>) =>
-      Effect.tryPromise({
-        try: () => channel.send({
+    const callChannel = (channel: NativeChannel, conversation: Conversation, d: Delivery, previousAttempts: number, audio: Option.Option<OutboundAudio>, files: ReadonlyArray<OutboundFile>) =>
+      channel.send({
           idempotencyKey: d.idempotencyKey,
           conversationId: d.conversationId,
           connection: conversation.connection,
@@ -92,11 +91,12 @@ export class Outbox extends Context.Tag("pynchy/Outbox")<Outbox, Outbox.Service>
           previousAttempts,
           ...(Option.isSome(audio) ? { audio: audio.value } : {}),
           ...(files.length > 0 ? { files } : {})
-        }),
-        catch: (e) => isOutcomeUnknown(e) ? new SendAmbiguous({ reason: (e as Error).message }) : new SendRejected({ reason: e instanceof Error ? e.message : String(e) })
-      }).pipe(Effect.timeoutFail({ duration: SEND_TIMEOUT, onTimeout: () => new SendTimedOut() }))
+        }).pipe(
+        Effect.mapError((e) => e.outcomeUnknown ? new SendAmbiguous({ reason: e.reason }) : new SendRejected({ reason: e.reason })),
+        Effect.timeoutFail({ duration: SEND_TIMEOUT, onTimeout: () => new SendTimedOut() })
+      )
 
-    const sendOne = (channel: Channel, conversation: Conversation, d: Delivery) =>
+    const sendOne = (channel: NativeChannel, conversation: Conversation, d: Delivery) =>
       Effect.gen(function* () {
         // A voice workspace's reply, for a channel that carries audio: made (or read back) after the
         // record and before the attempt begins, so a crash while it is made leaves nothing ambiguous,

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import type { Delivery } from "../domain/delivery.js"
 import type { WorkspaceId } from "../domain/ids.js"
-import type { Channel, OutboundAudio } from "../contracts/channel.js"
+import type { NativeChannel, OutboundAudio } from "../contracts/channel.js"
 
 export declare namespace ReplyAudio {
   /**
@@ -14,7 +14,7 @@ export declare namespace ReplyAudio {
      * The audio of a delivery in `format`: none unless it is a reply of a workspace that speaks
      * (`voice.enabled`), and none when it could not be made (logged). The same bytes every time.
      */
-    readonly audioFor: (delivery: Delivery, workspace: WorkspaceId, format: NonNullable<Channel["audio"]>) => Effect.Effect<Option.Option<OutboundAudio>>
+    readonly audioFor: (delivery: Delivery, workspace: WorkspaceId, format: NonNullable<NativeChannel["audio"]>) => Effect.Effect<Option.Option<OutboundAudio>>
   }
 }
 

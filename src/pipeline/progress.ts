@@ -4,7 +4,7 @@
  * waits on the channel. Nothing here is recorded: a crash loses progress, never a reply.
  */
 import { Duration, Effect, Queue, type Scope } from "effect"
-import type { Channel, ProgressEvent, ProgressTarget } from "../contracts/channel.js"
+import type { NativeChannel, ProgressEvent, ProgressTarget } from "../contracts/channel.js"
 
 /** Deltas waiting for a slow channel past this many are dropped (the reply still arrives whole). */
 export const PROGRESS_BUFFER = 256
@@ -20,9 +20,9 @@ export interface ProgressFeed {
 
 export const noProgress: ProgressFeed = { delta: () => Effect.void, replied: () => Effect.void }
 
-type ShowsProgress = Channel & { readonly progress: NonNullable<Channel["progress"]> }
+type ShowsProgress = NativeChannel & { readonly progress: NonNullable<NativeChannel["progress"]> }
 
-export const showsProgress = (channel: Channel | undefined): channel is ShowsProgress => typeof channel?.progress === "function"
+export const showsProgress = (channel: NativeChannel | undefined): channel is ShowsProgress => typeof channel?.progress === "function"
 
 /**
  * Sends `started` now and `ended` when the scope closes; `fork` runs the sending fiber in a scope
@@ -42,7 +42,7 @@ export const openFeed = (
     const replied = new Set<string>()
 
     const call = (event: ProgressEvent) =>
-      Effect.tryPromise(async () => channel.progress(event)).pipe(
+      channel.progress(event).pipe(
         Effect.timeout(PROGRESS_CALL_TIMEOUT),
         Effect.catchTag("TimeoutException", () => Effect.sync(() => (stalled = true))),
         // A channel's failure is its own: progress is never worth a log line per delta.

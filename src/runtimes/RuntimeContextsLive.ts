@@ -8,6 +8,7 @@ import { Workspace } from "../domain/workspace.js"
 import { Channels } from "../pipeline/Channels.js"
 import { Ingest } from "../pipeline/Ingest.js"
 import { Workspaces } from "../pipeline/Workspaces.js"
+import { channelToPromise } from "../contracts/channel.js"
 import type { ConnectionRuntimeContext, IngestMessageInput, WorkspaceInfo } from "../contracts/connection-runtime.js"
 import { RuntimeContexts } from "./ConnectionRuntimes.js"
 import { ContextCallFailed, type NativeRuntimeContext } from "../contracts/native-runtime.js"
@@ -53,7 +54,10 @@ export const layer = Layer.effect(
             ingestMessage: (input) => run(ingest(input)),
             getCursor: (connection, stream) => run(cursor(connection, stream)),
             channels: {
-              get: (name) => channels.get(name),
+              get: (name) => {
+                const channel = channels.get(name)
+                return channel === undefined ? undefined : channelToPromise(channel, Runtime.runPromise(runtime))
+              },
               bind: (channel) => {
                 unbinds.push(Runtime.runSync(runtime)(channels.bind(channel)))
               }
@@ -78,7 +82,7 @@ export const layer = Layer.effect(
             ingest: (input) => call(ingest(input)),
             ingestMany: (inputs) => call(ingestMany(inputs)),
             cursor: (connection, stream) => call(cursor(connection, stream)),
-            bindChannel: (channel) => Effect.sync(() => context.channels.bind(channel)),
+            bindChannel: (channel) => Effect.map(channels.bind(channel), (unbind) => void unbinds.push(unbind)),
             routes: context.routes,
             promise: context
           }

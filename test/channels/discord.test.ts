@@ -260,13 +260,13 @@ describe("Discord sends after a crash", () => {
       // The crashed host claimed part 1 and its post reached Discord; the answer was lost.
       assert.strictEqual(yield* parts.claimPart(partKey("crash-1", 1)), "claimed")
       dc.postAsBot(dm, "the reply", nonceOf(partKey("crash-1", 1)))
-      yield* Effect.promise(() => channel.send(delivery))
+      yield* channel.send(delivery)
       assert.deepStrictEqual(dc.sent(dm), ["the reply"])
 
       // Claimed longer ago than the window: never resent, the outcome is unknown.
       assert.strictEqual(yield* parts.claimPart(partKey("crash-2", 1)), "claimed")
       yield* sql`UPDATE delivery_parts SET updated_at = ${Date.now() - 10 * 60_000} WHERE part_key = ${partKey("crash-2", 1)}`
-      const outcome = yield* Effect.promise(() => channel.send({ ...delivery, idempotencyKey: "crash-2", text: "too late" }).then(() => "sent", (e: unknown) => e))
+      const outcome = yield* Effect.match(channel.send({ ...delivery, idempotencyKey: "crash-2", text: "too late" }), { onSuccess: () => "sent" as const, onFailure: (e) => e })
       assert.isTrue(isOutcomeUnknown(outcome))
       assert.deepStrictEqual(dc.sent(dm), ["the reply"])
     }))

@@ -141,8 +141,8 @@ describe.skipIf(skip)("Matrix runtime against a real Synapse", () => {
       assert.isDefined(channel)
       assert.isTrue(channel!.idempotentResends)
       const delivery = { idempotencyKey: "resend-test", conversationId: `mx:${room}`, connection: "mx", place: room, kind: "reply" as const, text: "once only", previousAttempts: 0 }
-      yield* Effect.promise(() => channel!.send(delivery))
-      yield* Effect.promise(() => channel!.send({ ...delivery, previousAttempts: 1 }))
+      yield* channel!.send(delivery)
+      yield* channel!.send({ ...delivery, previousAttempts: 1 })
       yield* Effect.promise(() => alice.send(room, "after resend"))
       yield* Effect.promise(() => alice.awaitMessage(room, (m) => m.body === "echo: after resend"))
       const all = yield* Effect.promise(() => alice.messages(room))

@@ -223,11 +223,11 @@ describe("Slack runtime in Socket Mode against the fake Slack", () => {
 
       // Part 2 is refused (a 429 longer than a send waits): part 1 is out, the rest is not.
       slack.rateLimitNext("chat.postMessage", 1, 60, 1, room)
-      const first = yield* Effect.promise(() => channel.send(delivery).then(() => "sent", (e: unknown) => e))
+      const first = yield* Effect.match(channel.send(delivery), { onSuccess: () => "sent" as const, onFailure: (e) => e })
       assert.notStrictEqual(first, "sent")
       assert.isFalse(isOutcomeUnknown(first))
       assert.strictEqual(slack.posted(room, thread).length, 1)
-      yield* Effect.promise(() => channel.send({ ...delivery, previousAttempts: 1 }))
+      yield* channel.send({ ...delivery, previousAttempts: 1 })
       assert.strictEqual(slack.posted(room, thread).length, expected.length)
       for (const p of slack.posted(room)) {
         assert.strictEqual(p.threadTs, thread)
@@ -238,7 +238,7 @@ describe("Slack runtime in Socket Mode against the fake Slack", () => {
       // A crash left part 2 of another delivery `sending`: the resend sends 1 and 3.., never 2, and says so.
       assert.strictEqual(yield* parts.claimPart(partKey("long-2", 2)), "claimed")
       const before = slack.posted(room).length
-      const outcome = yield* Effect.promise(() => channel.send({ ...delivery, idempotencyKey: "long-2" }).then(() => "sent", (e: unknown) => e))
+      const outcome = yield* Effect.match(channel.send({ ...delivery, idempotencyKey: "long-2" }), { onSuccess: () => "sent" as const, onFailure: (e) => e })
       assert.isTrue(isOutcomeUnknown(outcome))
       assert.strictEqual(slack.posted(room).length, before + expected.length - 1)
     }))

@@ -82,8 +82,8 @@ describe("Telegram runtime against the emulator", () => {
       const channel = yield* Effect.map(Channels, (c) => c.get("tg")).pipe(Effect.provide(ctx))
       assert.strictEqual(channel?.audio, "ogg_opus")
       const delivery = { idempotencyKey: "voice-resend", conversationId: `tg:${ada.chatId}`, connection: "tg", place: String(ada.chatId), kind: "reply" as const, text: "spoken once", previousAttempts: 0, audio: { format: "ogg_opus" as const, mimeType: "audio/ogg", bytes: tg.voices(ada.chatId)[0]! } }
-      yield* Effect.promise(() => channel!.send(delivery))
-      yield* Effect.promise(() => channel!.send({ ...delivery, previousAttempts: 1 }))
+      yield* channel!.send(delivery)
+      yield* channel!.send({ ...delivery, previousAttempts: 1 })
       assert.strictEqual(tg.voices(ada.chatId).length, 3)
       assert.strictEqual(tg.sent(ada.chatId).filter((t) => t === "spoken once").length, 1)
     }))
@@ -186,12 +186,12 @@ describe("Telegram runtime against the emulator", () => {
 
       // Part 2 is refused (a 429 longer than a send waits): part 1 is out, the rest is not.
       tg.floodNext("sendMessage", 1, 60, 1)
-      const first = yield* Effect.promise(() => channel.send(delivery).then(() => "sent", (e: unknown) => e))
+      const first = yield* Effect.match(channel.send(delivery), { onSuccess: () => "sent" as const, onFailure: (e) => e })
       assert.notStrictEqual(first, "sent")
       assert.isFalse(isOutcomeUnknown(first))
       assert.deepStrictEqual(tg.sent(chatId), expected.slice(0, 1))
       // The resend sends parts 2.. only.
-      yield* Effect.promise(() => channel.send({ ...delivery, previousAttempts: 1 }))
+      yield* channel.send({ ...delivery, previousAttempts: 1 })
       assert.deepStrictEqual(tg.sent(chatId), expected)
       for (const part of tg.sent(chatId)) assert.isAtMost(part.length, MESSAGE_LIMIT)
       // Each part renders on its own: the cut code block is fenced again.
@@ -201,11 +201,11 @@ describe("Telegram runtime against the emulator", () => {
       const crashed = { ...delivery, idempotencyKey: "long-2", previousAttempts: 1 }
       assert.strictEqual(yield* parts.claimPart(partKey("long-2", 2)), "claimed")
       const before = tg.sent(chatId).length
-      const outcome = yield* Effect.promise(() => channel.send(crashed).then(() => "sent", (e: unknown) => e))
+      const outcome = yield* Effect.match(channel.send(crashed), { onSuccess: () => "sent" as const, onFailure: (e) => e })
       assert.isTrue(isOutcomeUnknown(outcome))
       assert.deepStrictEqual(tg.sent(chatId).slice(before), [expected[0], ...expected.slice(2)])
       // Resent again (another restart): nothing more goes out.
-      yield* Effect.promise(() => channel.send(crashed).catch(() => undefined))
+      yield* Effect.ignore(channel.send(crashed))
       assert.strictEqual(tg.sent(chatId).length, before + expected.length - 1)
     }))
 })

@@ -32,14 +32,14 @@
  * - While a turn of a place runs, the bot shows as typing there (renewed every 8 s).
  * - isReady is true from READY or RESUMED until the gateway connection closes.
  */
-import { Cause, Duration, Effect, Exit, FiberMap, Queue, Runtime, Schedule, Schema } from "effect"
+import { Cause, Duration, Effect, FiberMap, Queue, Schedule, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { FilesConfig } from "../../config/files.js"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
 import { mimeTypeOf, refusalOf, safeName } from "../../files/names.js"
-import { type Channel, type OutboundDelivery, type ProgressEvent, SendOutcomeUnknown } from "../../contracts/channel.js"
+import { nativeChannel, type OutboundDelivery, type ProgressEvent } from "../../contracts/channel.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../contracts/native-runtime.js"
-import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
+import { sendInParts, runtimeSend } from "../parts.js"
 import { keepTyping } from "../typing.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import * as DiscordApi from "./DiscordApi.js"
@@ -178,23 +178,16 @@ export const makeDiscordRuntime = (options: DiscordRuntimeOptions): NativeConnec
         event.type === "started"
           ? FiberMap.run(typingIn, event.place, keepTyping(api.typing(event.place), TYPING_RENEW))
           : event.type === "ended" ? FiberMap.remove(typingIn, event.place) : Effect.void
-      const runtime = yield* Effect.runtime<DeliveryStore>()
-      const channel: Channel = {
+      const services = yield* Effect.context<DeliveryStore>()
+      const channel = nativeChannel({
         name,
         // Parts are claimed before they are sent (../parts.ts) and carry a nonce Discord
         // deduplicates: a resend sends missing parts, and repeats a `sending` one only within the window.
         idempotentResends: true,
         files: true,
-        send: (delivery) =>
-          closed
-            ? Promise.reject(new Error(`discord connection '${name}' is closed`))
-            : Runtime.runPromiseExit(runtime)(send(delivery)).then((exit) => {
-              if (Exit.isSuccess(exit)) return
-              const e = Cause.squash(exit.cause)
-              throw e instanceof PartsOutcomeUnknown ? new SendOutcomeUnknown(e.message) : e
-            }),
-        progress: (event) => (closed ? undefined : Runtime.runPromise(runtime)(Effect.asVoid(progress(event))))
-      }
+        send: runtimeSend(`discord connection '${name}'`, () => !closed, services, send),
+        progress: (event) => (closed ? Effect.void : Effect.asVoid(progress(event)))
+      })
       yield* context.bindChannel(channel)
 
       /** A message's attachments: those within `files:` and from the CDN downloaded; the others named with why. */

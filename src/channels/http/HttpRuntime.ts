@@ -26,7 +26,7 @@ import * as http from "node:http"
 import { FilesConfig } from "../../config/files.js"
 import { readTokenHashes, tokenMatcher } from "../../config/token-hashes.js"
 import { DeliveryStore } from "../../db/DeliveryStore.js"
-import type { Channel } from "../../contracts/channel.js"
+import { ChannelSendFailed, nativeChannel } from "../../contracts/channel.js"
 import { native, type NativeConnectionRuntime } from "../../contracts/native-runtime.js"
 import { resolvePublicUrl } from "../../contracts/public-url.js"
 import { Caller, HttpFailure, json, makeRouter } from "./api.js"
@@ -110,7 +110,7 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
         yield* server.serve(app)
         port = server.address._tag === "TcpAddress" ? server.address.port : undefined
 
-        const channel: Channel = {
+        const channel = nativeChannel({
           name,
           // Replies are read from the deliveries table: sending again changes nothing.
           idempotentResends: true,
@@ -118,13 +118,14 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
           audio: "wav",
           // A reply's files (the agent's outbox) are stored before this send: the replies list their URLs.
           files: true,
-          send: (delivery) => {
-            if (!listening) return Promise.reject(new Error(`http connection '${name}' is closed`))
-            hub.delivered(delivery.place)
-            return Promise.resolve()
-          },
-          progress: (event) => hub.progress(event)
-        }
+          send: (delivery) =>
+            Effect.suspend(() => {
+              if (!listening) return Effect.fail(new ChannelSendFailed({ reason: `http connection '${name}' is closed`, outcomeUnknown: false }))
+              hub.delivered(delivery.place)
+              return Effect.void
+            }),
+          progress: (event) => Effect.sync(() => hub.progress(event))
+        })
         yield* context.bindChannel(channel)
         listening = true
         yield* Effect.logInfo("http api listening").pipe(Effect.annotateLogs({ connection: name, host: settings.host, port }))

@@ -29,17 +29,17 @@
  *
  * The first start of a connection (no cursor yet) begins from "now": history is not answered.
  */
-import { Cause, Duration, Effect, Exit, FiberMap, Runtime, Schedule, Schema } from "effect"
+import { Cause, Duration, Effect, FiberMap, Schedule, Schema } from "effect"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { FilesConfig } from "../../config/files.js"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
 import { mimeTypeOf, refusalOf, safeName } from "../../files/names.js"
-import type { Channel, OutboundAudio, OutboundDelivery, OutboundFile, ProgressEvent } from "../../contracts/channel.js"
+import { nativeChannel, type OutboundAudio, type OutboundDelivery, type OutboundFile, type ProgressEvent } from "../../contracts/channel.js"
 import type { IngestMessageInput } from "../../contracts/connection-runtime.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../contracts/native-runtime.js"
-import { sendInParts } from "../parts.js"
+import { sendInParts, runtimeSend } from "../parts.js"
 import { keepTyping } from "../typing.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import { formattedContent } from "./html.js"
@@ -191,23 +191,16 @@ export const makeMatrixRuntime = (options: MatrixRuntimeOptions): NativeConnecti
             yield* typing(false, event.place)
           }
         })
-      // The channel contract is Promise-facing: its calls run in the host's runtime.
-      const runtime = yield* Effect.runtime<DeliveryStore>()
-      const run = Runtime.runPromise(runtime)
-      const channel: Channel = {
+      const services = yield* Effect.context<DeliveryStore>()
+      const channel = nativeChannel({
         name,
         idempotentResends: true,
         // m.audio takes any audio type; WAV needs no encoder.
         audio: "wav",
         files: true,
-        send: (delivery) =>
-          closed
-            ? Promise.reject(new Error(`matrix connection '${name}' is closed`))
-            : Runtime.runPromiseExit(runtime)(send(delivery)).then((exit) => {
-              if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
-            }),
-        progress: (event) => (closed ? undefined : run(progress(event)))
-      }
+        send: runtimeSend(`matrix connection '${name}'`, () => !closed, services, send),
+        progress: (event) => (closed ? Effect.void : Effect.asVoid(progress(event)))
+      })
       yield* context.bindChannel(channel)
 
       /** Every text message of a routed room in one sync, oldest first, with limited timelines backfilled. */

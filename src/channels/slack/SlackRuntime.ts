@@ -35,9 +35,9 @@ import type * as Bolt from "@slack/bolt"
 import { Cause, Config, Deferred, Duration, Effect, Exit, Redacted, Runtime, Schedule, Schema } from "effect"
 import { FilesConfig } from "../../config/files.js"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
-import { type Channel, type OutboundDelivery, SendOutcomeUnknown } from "../../contracts/channel.js"
+import { nativeChannel, type OutboundDelivery } from "../../contracts/channel.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../contracts/native-runtime.js"
-import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
+import { sendInParts, runtimeSend } from "../parts.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import { decodeCallback, isDirect, type MessageEvent, placeOf, targetOf } from "./events.js"
 import { fileOrigins, notShared, receiveFiles, uploadFile } from "./files.js"
@@ -101,6 +101,7 @@ export const makeSlackRuntime = (options: SlackRuntimeOptions): NativeConnection
       const options = SlackApi.clientOptions(settings.apiUrl)
       const me = yield* SlackApi.webApi(new bolt.webApi.WebClient(botToken, options)).authTest.pipe(Effect.mapError(fail("auth.test")))
       const runtime = yield* Effect.runtime<DeliveryStore>()
+      const services = yield* Effect.context<DeliveryStore>()
       const logger = boltLogger(runtime, name)
       const receiver = settings.mode === "socket"
         ? new SocketBridge()
@@ -241,21 +242,14 @@ export const makeSlackRuntime = (options: SlackRuntimeOptions): NativeConnection
           failure: (e) => ({ notSent: e.answered || e.notSent || notShared(e), reason: e.message })
         })
       }
-      const channel: Channel = {
+      const channel = nativeChannel({
         name,
         // Each part is claimed in the database before it is sent (../parts.ts): a resend sends only
         // missing parts and never one whose outcome is unknown, so resending a delivery is safe.
         idempotentResends: true,
         files: true,
-        send: (delivery) =>
-          closed
-            ? Promise.reject(new Error(`slack connection '${name}' is closed`))
-            : Runtime.runPromiseExit(runtime)(send(delivery)).then((exit) => {
-              if (Exit.isSuccess(exit)) return
-              const e = Cause.squash(exit.cause)
-              throw e instanceof PartsOutcomeUnknown ? new SendOutcomeUnknown(e.message) : e
-            })
-      }
+        send: runtimeSend(`slack connection '${name}'`, () => !closed, services, send)
+      })
       yield* context.bindChannel(channel)
 
       if (receiver instanceof SocketBridge) {

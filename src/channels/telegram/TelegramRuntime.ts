@@ -37,14 +37,14 @@
  * the listener is up and the webhook registered, false while a registration or check fails.
  * Stopping the host leaves the webhook set: Telegram keeps the updates (24 hours) and retries.
  */
-import { Cause, Duration, Effect, Exit, FiberMap, Runtime, Schedule, Schema } from "effect"
+import { Cause, Duration, Effect, FiberMap, Schedule, Schema } from "effect"
 import { FilesConfig } from "../../config/files.js"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
 import { mimeTypeOf, refusalOf, safeName } from "../../files/names.js"
-import { type Channel, type OutboundDelivery, type ProgressEvent, SendOutcomeUnknown } from "../../contracts/channel.js"
+import { nativeChannel, type OutboundDelivery, type ProgressEvent } from "../../contracts/channel.js"
 import type { IngestMessageInput } from "../../contracts/connection-runtime.js"
 import { native, type NativeConnectionRuntime, type NativeRuntimeContext } from "../../contracts/native-runtime.js"
-import { PartsOutcomeUnknown, sendInParts } from "../parts.js"
+import { sendInParts, runtimeSend } from "../parts.js"
 import { keepTyping } from "../typing.js"
 import { isTriggered, routeOf, untriggeredMetadata } from "../triggers.js"
 import { toMarkdownV2 } from "./markdown-v2.js"
@@ -155,26 +155,17 @@ export const makeTelegramRuntime = (options: TelegramRuntimeOptions): NativeConn
         event.type === "started"
           ? FiberMap.run(typingIn, event.place, keepTyping(api.sendChatAction(event.place, "typing"), TYPING_RENEW))
           : event.type === "ended" ? FiberMap.remove(typingIn, event.place) : Effect.void
-      // The channel contract is Promise-facing: its calls run in the host's runtime.
-      const runtime = yield* Effect.runtime<DeliveryStore>()
-      const channel: Channel = {
+      const services = yield* Effect.context<DeliveryStore>()
+      const channel = nativeChannel({
         name,
         // Each part is claimed in the database before it is sent (../parts.ts): a resend sends only
         // missing parts and never one whose outcome is unknown, so resending a delivery is safe.
         idempotentResends: true,
         audio: "ogg_opus",
         files: true,
-        send: (delivery) =>
-          closed
-            ? Promise.reject(new Error(`telegram connection '${name}' is closed`))
-            : Runtime.runPromiseExit(runtime)(send(delivery)).then((exit) => {
-              if (Exit.isSuccess(exit)) return
-              const e = Cause.squash(exit.cause)
-              // The outbox reads an unknown outcome from the rejection's type (src/contracts/channel.ts).
-              throw e instanceof PartsOutcomeUnknown ? new SendOutcomeUnknown(e.message) : e
-            }),
-        progress: (event) => (closed ? undefined : Runtime.runPromise(runtime)(Effect.asVoid(progress(event))))
-      }
+        send: runtimeSend(`telegram connection '${name}'`, () => !closed, services, send),
+        progress: (event) => (closed ? Effect.void : Effect.asVoid(progress(event)))
+      })
       yield* context.bindChannel(channel)
 
       /** The file of a message, downloaded within `files:`; or why it was not. */
