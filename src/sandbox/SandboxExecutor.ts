@@ -162,7 +162,8 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         history: context.history,
         messages: input.messages.map((msg) => ({ id: msg.id, sender: msg.sender, text: msg.text, createdAt: msg.createdAt })),
         skills: skills.map((s) => ({ name: s.name, description: s.description, tier: s.tier })),
-        tools: [...actions.toolsFor(w), ...servers.tools],
+        // Host MCP servers' tools, then the host actions (docs/plugins/hooks.md, "MCP tool servers").
+        tools: [...servers.tools, ...actions.toolsFor(w)],
         sandboxTools: [...w.tools],
         ...(servers.launches.length > 0 ? { mcpServers: servers.launches } : {}),
         ...(servers.unavailable.length > 0 ? { unavailableServers: servers.unavailable } : {}),
