@@ -1,4 +1,5 @@
 import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -21,9 +22,26 @@ const migrate = Migrator.make({})({
   table: "pynchy_migrations"
 })
 
+/** The transaction-scoped advisory lock hosts take in turn to migrate one Postgres database ("pynm"). */
+const MIGRATION_LOCK = 0x70796e6d
+
+/**
+ * On Postgres the whole migration, the migrations table's creation included, runs in one
+ * transaction holding MIGRATION_LOCK: hosts started at once on an empty database take turns
+ * (`CREATE TABLE IF NOT EXISTS` is not safe against itself there, and the migrator's own table
+ * lock exists only once the table does). The lock ends with the transaction, or with the session
+ * of a host that dies meanwhile.
+ */
+const migrateInTurn = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql.onDialectOrElse({
+    pg: () => sql.withTransaction(sql.unsafe(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`).pipe(Effect.zipRight(migrate))),
+    orElse: () => migrate
+  })
+)
+
 const prepared = (file: string) =>
   Layer.effectDiscard(
-    migrate.pipe(Effect.mapError((e) => new DatabaseUnavailable({ file, reason: String(e.message ?? e) })))
+    migrateInTurn.pipe(Effect.mapError((e) => new DatabaseUnavailable({ file, reason: causeOf(e) })))
   )
 
 /** How a process uses its database: a host checkpoints the WAL in the background, a one-shot client does not. */
@@ -62,9 +80,15 @@ export const layerPostgres = (url: Redacted.Redacted, options: { readonly maxCon
   )
 }
 
-// pg's own message (connection refused, no such database) is in the cause; it never holds the password.
-const causeOf = (e: { readonly message: string; readonly cause?: unknown }) =>
-  e.cause instanceof Error && e.cause.message !== "" ? `${e.message}: ${e.cause.message}` : e.message
+// The database's own message (connection refused, no such database, a statement's error) is in the
+// cause; pg's never holds the password.
+function causeOf(e: { readonly message: string; readonly cause?: unknown }) {
+  const messages = [e.message]
+  for (let c = e.cause, depth = 0; c instanceof Error && depth < 4; c = c.cause, depth++) {
+    if (c.message !== "" && !messages.includes(c.message)) messages.push(c.message)
+  }
+  return messages.join(": ")
+}
 
 /** The configured database as it may be shown: the SQLite file, or the Postgres URL without its password. */
 export const location = (config: { readonly databaseFile: string; readonly databaseUrl: Option.Option<Redacted.Redacted> }): string =>

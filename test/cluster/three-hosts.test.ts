@@ -60,7 +60,11 @@ describe.skipIf(skip)("three hosts on one Postgres (real bins, kill -9)", () => 
       nodes.push({ name, project, httpPort, runner: `127.0.0.1:${clusterPort}` })
     }
     try {
-      for (const node of nodes) node.host = await node.project.start()
+      // All three at once on the empty database: the first migration must be safe between sessions.
+      const started = await Promise.allSettled(nodes.map(async (node) => {
+        node.host = await node.project.start()
+      }))
+      for (const s of started) if (s.status === "rejected") throw s.reason
 
       // Settled: every shard is locked, and by three runners.
       await Effect.runPromise(eventually(async () => {
