@@ -80,8 +80,15 @@ export class GatewayBudgets extends Schema.Class<GatewayBudgets>("GatewayBudgets
    * `max_completion_tokens`, `max_output_tokens`); a request that sets one reserves that.
    */
   defaultMaxTokens: Schema.optionalWith(PositiveInt, { default: () => 4_096 }),
-  /** Input estimate reserved at admission: one token per this many request body bytes. */
-  inputBytesPerToken: Schema.optionalWith(PositiveInt, { default: () => 4 })
+  /** Input estimate reserved at admission: one token per this many request body bytes (inline image data aside). */
+  inputBytesPerToken: Schema.optionalWith(PositiveInt, { default: () => 4 }),
+  /**
+   * Input tokens reserved per image of unknown size (an OpenAI `detail: "low"` one: 85). The
+   * default covers Anthropic's models up to Claude 4.6 (images scaled to ~1.15 MP, ~1,600 tokens)
+   * and OpenAI's high detail for gpt-4o (at most 85 + 8 x 170); models that bill more per image
+   * need more.
+   */
+  imageTokens: Schema.optionalWith(PositiveInt, { default: () => 1_600 })
 }) {}
 
 export class GatewayLimits extends Schema.Class<GatewayLimits>("GatewayLimits")({

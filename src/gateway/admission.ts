@@ -2,18 +2,19 @@
  * Who may send what: the turn token and its grant, the models it may use, its cap on requests in
  * flight, and the reservation a request holds against the budgets (settled by accounting.ts).
  * Each refusal answers the client itself, so the handler only stops.
+ *
+ * Once a budget's spend plus what its requests in flight hold reaches the limit, nothing more is
+ * admitted against it; so spend can pass a limit only by what the requests already in flight
+ * overran their reservations (docs/gateway.md, "Accounting and budgets").
  */
 import type * as http from "node:http"
 import type { Budgets } from "./budgets.js"
 import type { Api } from "./catalog.js"
 import type { GatewayConfig } from "../config/gateway.js"
+import { reservationOf } from "./estimate.js"
 import type { BudgetExceededEvent, GatewayEvent } from "./events.js"
-import { errorJson, send } from "./replies.js"
+import { errorJson, send, shown } from "./replies.js"
 import type { Grant, TokenTable } from "./tokens.js"
-
-/** Output cap fields, across the three APIs; the largest one set is reserved. */
-const capFields = ["max_tokens", "max_completion_tokens", "max_output_tokens"] as const
-const MAX_RESERVATION = 2 ** 48
 
 const tokenOf = (req: http.IncomingMessage): string | undefined => {
   const auth = req.headers.authorization
@@ -25,17 +26,27 @@ const tokenOf = (req: http.IncomingMessage): string | undefined => {
 /** Whether the grant's scope includes a public model name. */
 export const mayUse = (grant: Grant, model: string): boolean => grant.models === null || grant.models.has(model)
 
+/** How a refusal names the credential: a turn's token, or one of the user's keys. */
+const holder = (grant: Grant) => grant.turnId === null && grant.workspace.startsWith("key:") ? "this key" : "this turn"
+
+/** Seconds until `resetsAt`, at least one: what a budget refusal tells the client to wait. */
+export const retryAfterSeconds = (resetsAt: number, now: number): number => Math.max(1, Math.ceil((resetsAt - now) / 1000))
+
 export interface Admission {
   /** The live grant of the request's bearer or x-api-key token. */
   readonly grantOf: (req: http.IncomingMessage) => Grant | undefined
+  /** Refuses (403) a model outside the grant's scope; true when it did. */
+  readonly forbidsModel: (api: Api, res: http.ServerResponse, grant: Grant, model: string, secrets: ReadonlyArray<string>) => boolean
   /** Refuses (429, drained) a request over the token's in-flight cap; true when it did. */
   readonly overInFlightCap: (api: Api, req: http.IncomingMessage, res: http.ServerResponse, grant: Grant) => boolean
-  /**
-   * What a request may spend: its output cap (the largest it sets, times `n` choices) or the
-   * configured default, plus an input estimate from the body's size.
-   */
+  /** What a request may spend: its output cap or the default, plus its input estimate (estimate.ts). */
   readonly reservationOf: (body: Record<string, unknown>, bytes: number) => number
-  /** Reserves `need` against the workspace's day and the token's own budget, or refuses with 429. */
+  /**
+   * Reserves `need` against the workspace's (or key's) day and the token's own budget, or refuses
+   * with 429: `Retry-After` to the next UTC day for a daily budget (none for a turn's, which never
+   * resets) and `x-should-retry: false`, which the OpenAI and Anthropic SDKs obey instead of
+   * retrying (they would otherwise sleep out the Retry-After, or back off and retry at once).
+   */
   readonly admit: (api: Api, res: http.ServerResponse, grant: Grant, need: number) => boolean
 }
 
@@ -55,6 +66,12 @@ export const makeAdmission = (
     return token === undefined ? undefined : tokens.lookup(token, now())
   }
 
+  const forbidsModel = (api: Api, res: http.ServerResponse, grant: Grant, model: string, secrets: ReadonlyArray<string>): boolean => {
+    if (mayUse(grant, model)) return false
+    send(res, 403, errorJson(api, "permission_error", `model '${shown(model, secrets)}' is not allowed for ${holder(grant)}`))
+    return true
+  }
+
   const overInFlightCap = (api: Api, req: http.IncomingMessage, res: http.ServerResponse, grant: Grant): boolean => {
     if (grant.inFlight.size < inFlightCap) return false
     req.resume()
@@ -62,15 +79,7 @@ export const makeAdmission = (
     return true
   }
 
-  const reservationOf = (body: Record<string, unknown>, bytes: number): number => {
-    let cap = 0
-    for (const field of capFields) {
-      const v = body[field]
-      if (typeof v === "number" && Number.isFinite(v) && v > cap) cap = Math.ceil(v)
-    }
-    const n = typeof body.n === "number" && Number.isInteger(body.n) && body.n > 1 ? body.n : 1
-    return Math.min(MAX_RESERVATION, (cap > 0 ? cap : budgetConfig.defaultMaxTokens) * n + Math.ceil(bytes / budgetConfig.inputBytesPerToken))
-  }
+  const reservation = (body: Record<string, unknown>, bytes: number): number => reservationOf(body, bytes, budgetConfig)
 
   /** A 429 saying which budget refused and why, and the event that tells the user. */
   const refuse = (
@@ -84,14 +93,15 @@ export const makeAdmission = (
   ): false => {
     const { conversationId, turnId, workspace } = grant
     const [who, budget] = scope === "turn"
-      ? ["this turn", "its token budget"]
+      ? [holder(grant), "its token budget"]
       : [workspace.startsWith("key:") ? `key '${workspace.slice(4)}'` : `workspace '${workspace}'`, "its daily token budget"]
     const why = used >= limit
       ? `${who} has used ${budget} (${used} of ${limit} tokens)`
       : `${who} cannot fit this request in ${budget}: it may use up to ${need} tokens (${capWords}), and ${used} of ${limit} are used and ${reserved} held by requests in flight`
     const message = resetsAt === null ? why : `${why}; it resets at ${new Date(resetsAt).toISOString()}`
     emit({ type: "gateway.budget_exceeded", at, workspace, conversationId, turnId, scope, limit, used, reserved, requested: need, resetsAt, message })
-    send(res, 429, errorJson(api, "budget_exceeded", message))
+    const wait = resetsAt === null ? {} : { "retry-after": String(retryAfterSeconds(resetsAt, at)) }
+    send(res, 429, errorJson(api, "budget_exceeded", message), { ...wait, "x-should-retry": "false" })
     return false
   }
 
@@ -100,7 +110,7 @@ export const makeAdmission = (
     const budget = budgets.check(grant.workspace, t, need)
     if (!budget.ok) return refuse(api, res, grant, t, "workspace-daily", need, budget)
     const limit = grant.tokenBudget
-    if (limit !== null && (grant.used >= limit || grant.used + grant.reserved + need > limit)) {
+    if (limit !== null && (grant.used + grant.reserved >= limit || grant.used + grant.reserved + need > limit)) {
       return refuse(api, res, grant, t, "turn", need, { limit, used: grant.used, reserved: grant.reserved, resetsAt: null })
     }
     budgets.reserve(grant.workspace, need)
@@ -108,5 +118,5 @@ export const makeAdmission = (
     return true
   }
 
-  return { grantOf, overInFlightCap, reservationOf, admit }
+  return { grantOf, forbidsModel, overInFlightCap, reservationOf: reservation, admit }
 }

@@ -49,14 +49,17 @@ export class Budgets {
     }
   }
 
-  /** Whether `tokens` more fit today beside what is spent and reserved (0: whether any is left). */
+  /**
+   * Whether `tokens` more fit today beside what is spent and reserved (0: whether any is left).
+   * Once spent plus reserved reaches the limit, nothing fits.
+   */
   check(workspace: string, now: number, tokens = 0): BudgetCheck {
     const limit = this.limitOf(workspace)
     if (limit === undefined) return { ok: true }
     this.roll(now)
     const used = this.used.get(workspace) ?? 0
     const reserved = this.reserved.get(workspace) ?? 0
-    return used < limit && used + reserved + tokens <= limit
+    return used + reserved < limit && used + reserved + tokens <= limit
       ? { ok: true }
       : { ok: false, limit, used, reserved, resetsAt: (this.day + 1) * DAY }
   }

@@ -83,9 +83,7 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
     const body = parsed as Record<string, unknown>
     const model = body.model
     if (typeof model !== "string" || model === "") return send(res, 400, errorJson(api, "invalid_request_error", "the request body needs a string 'model'"))
-    if (!mayUse(grant, model)) {
-      return send(res, 403, errorJson(api, "permission_error", `model '${shown(model, secrets)}' is not allowed for this turn`))
-    }
+    if (admission.forbidsModel(api, res, grant, model, secrets)) return
     const chain = router.chain(model)
     if (chain === undefined) return send(res, 404, errorJson(api, "not_found_error", `model '${shown(model, secrets)}' is not served by this gateway`))
     if (!router.servesApi(chain, api)) {

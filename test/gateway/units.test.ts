@@ -253,6 +253,18 @@ describe("tokens, budgets, deadlines", () => {
     assert.isTrue(new Budgets(GatewayBudgets.make({})).check("w", 0).ok)
   })
 
+  it("budgets: once spent plus reserved reaches the limit nothing fits, not even a request of no size", () => {
+    const budgets = new Budgets(GatewayBudgets.make({ dailyTokens: 100 }))
+    budgets.add("w", 60, 5)
+    budgets.reserve("w", 39)
+    assert.isTrue(budgets.check("w", 6, 1).ok)
+    assert.isFalse(budgets.check("w", 6, 2).ok)
+    budgets.reserve("w", 1)
+    assert.isFalse(budgets.check("w", 6, 0).ok)
+    budgets.release("w", 40)
+    assert.isTrue(budgets.check("w", 6, 40).ok)
+  })
+
   it.effect("deadlines fire in order on the Effect Clock; cleared ones never fire", () =>
     Effect.gen(function* () {
       const clock = yield* Effect.clock
