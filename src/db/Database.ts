@@ -22,19 +22,26 @@ const migrate = Migrator.make({})({
   table: "pynchy_migrations"
 })
 
-/** The transaction-scoped advisory lock hosts take in turn to migrate one Postgres database ("pynm"). */
+/** The advisory lock hosts take in turn to migrate one Postgres database ("pynm"). */
 const MIGRATION_LOCK = 0x70796e6d
 
 /**
- * On Postgres the whole migration, the migrations table's creation included, runs in one
- * transaction holding MIGRATION_LOCK: hosts started at once on an empty database take turns
- * (`CREATE TABLE IF NOT EXISTS` is not safe against itself there, and the migrator's own table
- * lock exists only once the table does). The lock ends with the transaction, or with the session
- * of a host that dies meanwhile.
+ * On Postgres a host migrates while it holds MIGRATION_LOCK on a reserved connection: hosts
+ * started at once on an empty database take turns (`CREATE TABLE IF NOT EXISTS` of the migrations
+ * table is not safe against itself there, and the migrator's own table lock exists only once the
+ * table does). The lock ends once the migration has, or with the session of a host that dies meanwhile.
  */
 const migrateInTurn = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql.onDialectOrElse({
-    pg: () => sql.withTransaction(sql.unsafe(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`).pipe(Effect.zipRight(migrate))),
+    pg: () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const conn = yield* sql.reserve
+          yield* conn.executeRaw(`SELECT pg_advisory_lock(${MIGRATION_LOCK})`, [])
+          yield* Effect.addFinalizer(() => Effect.ignore(conn.executeRaw(`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`, [])))
+          return yield* migrate
+        })
+      ),
     orElse: () => migrate
   })
 )
