@@ -1,4 +1,5 @@
 import type { Channel } from "../contracts/channel.js"
+import { terminalText } from "./terminal/escape.js"
 
 let redirect: ((line: string) => void) | undefined
 
@@ -18,11 +19,12 @@ const hostStdout = (line: string) => (redirect !== undefined ? redirect(line) : 
 /**
  * Prints replies on the host's stdout, `[conversation] text`. It serves connections that have no
  * richer channel (the `cli` connection of `pynchy send`) so their replies are seen somewhere.
+ * The reply's control characters are escaped: stdout is often a terminal.
  */
 export const stdoutChannel = (name: string, write: (line: string) => void = hostStdout): Channel => ({
   name,
   idempotentResends: false,
   send: async (d) => {
-    write(`[${d.conversationId}] ${d.text}\n`)
+    write(`[${terminalText(d.conversationId)}] ${terminalText(d.text)}\n`)
   }
 })

@@ -1,16 +1,17 @@
 import { Cause, Effect, HashMap, Layer, List, Logger, LogLevel } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { escapeControls } from "../channels/terminal/escape.js"
 
 // Codes, reasons and names that an agent or a peer chose reach log lines. No such text may start
-// a line of its own or pass for another field: control characters are escaped, a field value
-// that is not one plain word is JSON-quoted, and the lines of a cause are indented under a bar.
-const CONTROL = /[\u0000-\u001f\u007f\u2028\u2029]/g
-const escapeText = (text: string) => text.replace(CONTROL, (c) => JSON.stringify(c).slice(1, -1))
+// a line of its own, pass for another field or act on the terminal: control characters (newlines
+// too) are escaped, a field value that is not one plain word is JSON-quoted, and the lines of a
+// cause are indented under a bar.
+const escapeText = (text: string) => escapeControls(text)
 const PLAIN = /^[A-Za-z0-9_.:/@+-]*$/
 const fieldValue = (v: unknown): string => {
   const text = typeof v === "string" ? v : JSON.stringify(v) ?? String(v)
-  return PLAIN.test(text) ? text : JSON.stringify(text)
+  return PLAIN.test(text) ? text : escapeControls(JSON.stringify(text))
 }
 
 /**

@@ -9,6 +9,11 @@ import { TokenHash } from "./token-hashes.js"
 /** The connection name of the UI's chat: route its conversations with `{ connection: ui, ... }`. */
 export const UI_CONNECTION = "ui"
 
+export class UiLoginLimits extends Schema.Class<UiLoginLimits>("UiLoginLimits")({
+  perClient: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1_000)), { default: () => 5 }),
+  overall: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100_000)), { default: () => 50 })
+}) {}
+
 export class UiConfig extends Schema.Class<UiConfig>("UiConfig")({
   /** 0 picks a free port (tests). */
   port: Schema.Int.pipe(Schema.between(0, 65_535)),
@@ -22,5 +27,7 @@ export class UiConfig extends Schema.Class<UiConfig>("UiConfig")({
    */
   publicUrl: Schema.optional(Schema.String.pipe(Schema.pattern(/^(tunnel|https?:\/\/\S+)$/, { message: () => "must be 'tunnel' or an http(s):// address" }))),
   /** How long a login lasts without use, in minutes. */
-  sessionMinutes: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10_080)), { default: () => 720 })
+  sessionMinutes: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10_080)), { default: () => 720 }),
+  /** Failed logins allowed per minute, from one client (remote address) and from all together; past either, 429 with the wait. */
+  loginLimits: Schema.optionalWith(UiLoginLimits, { default: () => UiLoginLimits.make({}) })
 }) {}

@@ -74,6 +74,11 @@ export declare namespace TaskStore {
     readonly runs: (taskId: string, limit: number) => Effect.Effect<ReadonlyArray<TaskRun>>
     /** When the conversation last had an inbound message from anyone but the scheduler. */
     readonly lastUserMessageAt: (conversationId: string) => Effect.Effect<number | null>
+    /**
+     * Whether a turn answers an inbound message from anyone but the scheduler (claimed while it
+     * runs, handled once it ended). False for a turn started by tasks alone, and for an unknown turn.
+     */
+    readonly answersUser: (turnId: number) => Effect.Effect<boolean>
   }
 }
 
@@ -181,7 +186,14 @@ export class TaskStore extends Context.Tag("pynchy/TaskStore")<TaskStore, TaskSt
         sql<{ at: number | null }>`SELECT max(created_at) AS at FROM messages WHERE conversation_id = ${conversationId} AND direction = 'in' AND sender <> 'schedule'`.pipe(
           Effect.map((r) => r[0]?.at ?? null),
           Effect.orDie
-        )
+        ),
+      answersUser: (turnId) =>
+        // Claims by their turn index; handled messages within the turn's conversation (by its index).
+        sql<{ one: number }>`SELECT 1 AS one FROM messages
+            WHERE id IN (SELECT message_id FROM delivery_claims WHERE turn_id = ${turnId}) AND direction = 'in' AND sender <> 'schedule'
+          UNION ALL SELECT 1 AS one FROM messages
+            WHERE conversation_id = (SELECT conversation_id FROM turns WHERE id = ${turnId}) AND handled_by = ${turnId} AND direction = 'in' AND sender <> 'schedule'
+          LIMIT 1`.pipe(Effect.map((r) => r.length > 0), Effect.orDie)
     })
   })
 

@@ -8,6 +8,11 @@ export const DeliverTo = Schema.String.pipe(
   Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}:\S.*$/, { message: () => "must be <connection>:<place> (e.g. cli:daily)" })
 )
 
+/** `tasks: { chain }`: whether a turn started by a task may create tasks (default: it may not). */
+export const TaskSettings = Schema.Struct({
+  chain: Schema.optionalWith(Schema.Boolean, { default: () => false })
+})
+
 /**
  * A workspace's periodic turns (docs/schedules.md). Cross-field rules (a schedule needs a prompt
  * and a destination; the cron, zone and connection must exist) are checked with the config.
@@ -29,6 +34,16 @@ export const WorkspaceScheduleFields = {
   pauseAfterIdleDays: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 3650)), { default: () => 14 }),
   /** Most gateway tokens the schedule's turns may spend per UTC day; a run due at or over it is skipped (recorded with the reason). */
   scheduleDailyTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
-  /** Agents may create their own tasks (the `tasks.*` host actions); false hides them. */
-  tasks: Schema.optionalWith(Schema.Boolean, { default: () => true })
+  /**
+   * Agents may create their own tasks (the `tasks.*` host actions); false hides them. `true` is
+   * `{ chain: false }`: a turn started by a task cannot create tasks; `{ chain: true }` lets it,
+   * with one-off tasks at least `limits.minTaskIntervalSeconds` ahead.
+   */
+  tasks: Schema.optionalWith(Schema.Union(Schema.Boolean, TaskSettings), { default: () => true })
 }
+
+/** Whether a workspace's agent is offered the `tasks.*` actions. */
+export const tasksOffered = (w: { readonly tasks: boolean | typeof TaskSettings.Type }): boolean => w.tasks !== false
+
+/** Whether a turn started by a task may create tasks in this workspace. */
+export const tasksChain = (w: { readonly tasks: boolean | typeof TaskSettings.Type }): boolean => typeof w.tasks === "object" && w.tasks.chain

@@ -3,9 +3,11 @@ import { randomUUID } from "node:crypto"
 import { HostConfig } from "../config/HostConfig.js"
 import { MessageStore } from "../db/MessageStore.js"
 import { TaskStore } from "../db/TaskStore.js"
-import { ConversationId } from "../domain/ids.js"
+import { ConversationId, WorkspaceId } from "../domain/ids.js"
+import { tasksChain, tasksOffered } from "../domain/schedule.js"
 import type { Workspace } from "../domain/workspace.js"
 import type { ServiceHandler } from "../contracts/plugin.js"
+import { Workspaces } from "../pipeline/Workspaces.js"
 import { whenOf } from "./summary.js"
 import { hostTimeZone, isKnownZone, nextDue, parseCron, type Recurrence, shortestGapMs } from "../domain/due.js"
 
@@ -22,6 +24,7 @@ interface ScheduleInput {
 }
 
 interface CallContext {
+  readonly turnId: number
   readonly conversationId: string
 }
 
@@ -34,9 +37,12 @@ export interface OfferedHandler {
 export declare namespace AgentTasks {
   /**
    * The `tasks.schedule`, `tasks.list` and `tasks.cancel` host actions: tasks an agent creates in
-   * its own workspace, offered to every workspace that does not say `tasks: false`. Refusals
-   * (interval floor, cap, a bad cron or time, another workspace's conversation or task) are
-   * results `{ refused: <reason> }`, so the agent reads why.
+   * its own workspace, offered to every workspace that does not say `tasks: false`. A turn
+   * started by tasks alone (it answers no one but the scheduler) creates no task unless the
+   * workspace says `tasks: { chain: true }`, and then a one-off task only at least
+   * `limits.minTaskIntervalSeconds` ahead: a task cannot re-arm itself faster than that floor.
+   * Refusals (interval floor, cap, chaining, a bad cron or time, another workspace's conversation
+   * or task) are results `{ refused: <reason> }`, so the agent reads why.
    */
   export interface Service {
     readonly handlers: ReadonlyArray<OfferedHandler>
@@ -50,6 +56,7 @@ export class AgentTasks extends Context.Tag("pynchy/AgentTasks")<AgentTasks, Age
     const { config } = yield* HostConfig
     const store = yield* TaskStore
     const messages = yield* MessageStore
+    const workspaces = yield* Workspaces
     const changes = yield* Queue.sliding<void>(1)
     const floorMs = config.limits.minTaskIntervalSeconds * 1_000
     const cap = config.limits.maxTasksPerWorkspace
@@ -81,6 +88,15 @@ export class AgentTasks extends Context.Tag("pynchy/AgentTasks")<AgentTasks, Age
           if (Number.isNaN(at)) return yield* refused(`'at' is not an ISO time`)
           if (at <= now) return yield* refused(`'at' is in the past`)
           recurrence = { _tag: "Once", at }
+        }
+        if (!(yield* store.answersUser(context.turnId))) {
+          const workspace = yield* workspaces.get(WorkspaceId.make(here.workspace))
+          if (workspace._tag === "None" || !tasksChain(workspace.value)) {
+            return yield* refused("this turn was started by a task, and a task's turn cannot create tasks here (the workspace's tasks.chain is false)")
+          }
+          if (recurrence._tag === "Once" && recurrence.at - now < floorMs) {
+            return yield* refused(`a task's turn may schedule a one-off task at least ${floorMs / 1_000}s from now; 'at' is ${Math.round((recurrence.at - now) / 1_000)}s from now (limits.minTaskIntervalSeconds)`)
+          }
         }
         const gap = shortestGapMs(recurrence, now)
         if (gap < floorMs) return yield* refused(`runs every ${gap / 1_000}s; the shortest interval allowed is ${floorMs / 1_000}s (limits.minTaskIntervalSeconds)`)
@@ -136,7 +152,7 @@ export class AgentTasks extends Context.Tag("pynchy/AgentTasks")<AgentTasks, Age
         return { cancelled: input.id }
       })
 
-    const offered = (w: Workspace) => w.tasks
+    const offered = (w: Workspace) => tasksOffered(w)
     const handlers: ReadonlyArray<OfferedHandler> = [
       {
         offered,

@@ -30,6 +30,7 @@ import { chatRoutes } from "./chat.js"
 import { CurrentSession, PostedForm, UiFailure } from "./context.js"
 import { html, htmlResponse } from "./html.js"
 import { liveChanges } from "./live.js"
+import { LoginLimiter } from "./login-limit.js"
 import { page } from "./pages/layout.js"
 import { loginPage } from "./pages/login.js"
 import { pageRoutes } from "./routes.js"
@@ -78,6 +79,7 @@ export class ControlUi extends Context.Tag("pynchy/ControlUi")<ControlUi, Contro
         Effect.mapError((e) => new ControlUiStartFailed({ at: e.at, reason: e.reason }))
       ))
       const sessions = new Sessions(settings.sessionMinutes * 60_000)
+      const limiter = new LoginLimiter({ ...settings.loginLimits, windowMs: 60_000 })
       const hub = new ReplyHub()
       const live = yield* liveChanges
       const closing = yield* Deferred.make<void>()
@@ -108,12 +110,22 @@ export class ControlUi extends Context.Tag("pynchy/ControlUi")<ControlUi, Contro
             Effect.flatMap((params) => Schema.decodeUnknown(LoginForm)(Object.fromEntries(params))),
             Effect.option
           )
-          const tokenHash = Option.flatMap(form, (f) => match(f.token))
-          if (Option.isNone(tokenHash)) {
+          const now = yield* Clock.currentTimeMillis
+          const client = Option.getOrElse(req.remoteAddress, () => "unknown")
+          const attempt = limiter.attempt(client, now, () => Option.getOrUndefined(Option.flatMap(form, (f) => match(f.token))))
+          if (attempt._tag === "Limited") {
+            const seconds = Math.ceil(attempt.waitMs / 1_000)
+            yield* Effect.logWarning("control ui: logins refused for a while").pipe(Effect.annotateLogs({ limit: attempt.scope, seconds }))
+            const who = attempt.scope === "client" ? "from this address" : "from everyone together"
+            return htmlResponse(loginPage(`Too many failed logins ${who}: try again in ${seconds} s.`), 429).pipe(
+              HttpServerResponse.setHeader("retry-after", String(seconds))
+            )
+          }
+          if (attempt._tag === "Refused") {
             yield* Effect.logWarning("control ui: a login was refused")
             return htmlResponse(loginPage("That token is not one of ui.tokens."), 401)
           }
-          const session = sessions.create(tokenHash.value, yield* Clock.currentTimeMillis)
+          const session = sessions.create(attempt.tokenHash, now)
           yield* Effect.logInfo("control ui: logged in").pipe(Effect.annotateLogs({ user: session.user }))
           return HttpServerResponse.redirect("/chat", { status: 303 }).pipe(
             HttpServerResponse.unsafeSetCookie(COOKIE, session.id, { httpOnly: true, sameSite: "strict", path: "/" })

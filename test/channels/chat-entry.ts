@@ -6,6 +6,7 @@ import { Command } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer } from "effect"
+import * as fs from "node:fs"
 import { makeStack } from "../../layers/stack.js"
 import * as ScriptedExecutor from "../../src/pipeline/ScriptedExecutor.js"
 import { chat } from "../../src/cli/commands/chat.js"
@@ -27,7 +28,12 @@ const makeHost = (extra: ReadonlyArray<RuntimeEntry>) =>
     plugins: PluginRegistry.layerWith({ builtins: BUILTINS }),
     database: Database.layer,
     // PYNCHY_TEST_STREAM_HOLD=<dir>: a streaming executor whose turns wait for a release file there.
-    executor: process.env.PYNCHY_TEST_STREAM_HOLD ? streamingExecutor({ pieces: 4, hold: holdUntilFile(process.env.PYNCHY_TEST_STREAM_HOLD) }) : ScriptedExecutor.layerConfig,
+    // PYNCHY_TEST_REPLY_FILE=<file>: a streaming executor whose reply is that file's text (a hostile model's).
+    executor: process.env.PYNCHY_TEST_STREAM_HOLD
+      ? streamingExecutor({ pieces: 4, hold: holdUntilFile(process.env.PYNCHY_TEST_STREAM_HOLD) })
+      : process.env.PYNCHY_TEST_REPLY_FILE
+      ? streamingExecutor({ pieces: 4, replyOf: () => fs.readFileSync(process.env.PYNCHY_TEST_REPLY_FILE!, "utf8") })
+      : ScriptedExecutor.layerConfig,
     runtimes: Layer.effect(ConnectionRuntimeSources, Effect.map(PluginRegistry, (r) => [...r.connectionRuntimes.map((c) => ({ plugin: c.plugin, value: c.value })), ...extra])),
     agentSessions: Layer.provideMerge(AgentSessions.layer, Layer.merge(AttachmentStore.layerDatabase, layerFromEnv)),
     rollback: DeployRollback.layerNoop

@@ -103,6 +103,62 @@ describe.skipIf(skip)("pynchy chat streams a reply as it is written", () => {
   })
 })
 
+/** A model's reply that tries to take over the terminal: titles, colours, clearing, cursor moves, C1, a reset. */
+const HOSTILE = [
+  "HOSTILE-START ",
+  "\x1b]2;PWNED-TITLE\x07", // OSC 2: the window (pane) title
+  "\x1b]0;PWNED-ICON\x1b\\", // OSC 0, ended by ST
+  "\x1bkPWNED-WINDOW\x1b\\", // tmux's window name
+  "\x1b[41;97mRED\x1b[0m", // colours
+  "\x1b[2J\x1b[H\x1b[3J", // clear the screen and the scrollback, cursor home
+  "\x1b[1A\x1b[2K\r", // up a line, erase it, back to its start
+  "\x9b31mC1 ", // CSI as one C1 character
+  "\x1bc", // full reset
+  "\x07\x08\x7f\u202e", // bell, backspace, DEL, right-to-left override
+  "\tHOSTILE-END"
+].join("")
+
+describe.skipIf(skip)("pynchy chat shows a hostile reply as text", () => {
+  it("escape sequences in streamed and final replies leave the screen, its colours and the title alone", { timeout: PROCESS_TEST_TIMEOUT }, async () => {
+    const dir = tempDir()
+    fs.writeFileSync(path.join(dir, "pynchy.yaml"), `dataDir: ${dir}\n`)
+    const replyFile = path.join(dir, "reply.txt")
+    fs.writeFileSync(replyFile, HOSTILE)
+    const name = `chat-hostile-${process.pid}`
+    chatIn(name, dir, { PYNCHY_TEST_REPLY_FILE: replyFile })
+    const show = (format: string) => tmux("display", "-p", "-t", name, format).trim()
+    try {
+      await until(name, /^you›\s*$/m)
+      const title = show("#{pane_title}")
+      const window = show("#{window_name}")
+      // Streamed, then replaced by a final reply that differs (`revise ...`), then streamed and confirmed.
+      tmux("send-keys", "-t", name, "revise me", "Enter")
+      await until(name, /HOSTILE-END \(revised\)/)
+      tmux("send-keys", "-t", name, "again", "Enter")
+      await until(name, /you› again\n/)
+      const screen = await until(name, /HOSTILE-END\nyou›\s*$/)
+      assert.strictEqual(show("#{pane_title}"), title)
+      assert.strictEqual(show("#{window_name}"), window)
+      assert.notMatch(`${show("#{pane_title}")} ${show("#{window_name}")}`, /PWNED/)
+      // Nothing cleared or overwrote the screen: the banner and both exchanges are there, each reply once.
+      assert.include(screen, "pynchy chat — Ctrl-C or /exit to leave")
+      assert.include(screen, "you› revise me")
+      assert.strictEqual(screen.match(/HOSTILE-START/g)?.length, 2, screen)
+      assert.strictEqual(screen.match(/HOSTILE-END \(revised\)/g)?.length, 1, screen)
+      // The sequences are shown as text.
+      assert.include(screen, "\\u001b]2;PWNED-TITLE\\u0007")
+      assert.include(screen, "\\u009b31mC1")
+      // No colour but the chat's own (its dim status): none of the reply's red or white.
+      const coloured = tmux("capture-pane", "-p", "-e", "-t", name)
+      assert.notMatch(coloured, /\x1b\[[0-9;]*\b(41|97)\b[0-9;]*m/)
+      tmux("send-keys", "-t", name, "C-c")
+      assert.match(await until(name, /EXITED \d+/), /EXITED 0/)
+    } finally {
+      tmux("kill-session", "-t", name)
+    }
+  })
+})
+
 describe("pynchy chat without a terminal", () => {
   afterAll(killAllHosts)
 

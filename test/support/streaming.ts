@@ -1,6 +1,6 @@
 /**
  * An in-process executor that streams: for each claimed message it sends the reply
- * `echo: <text>` as progress deltas (in `pieces` parts), then records it with `reply`. `hold`,
+ * `echo: <text>` (or what `replyOf` makes of the text) as progress deltas (in `pieces` parts), then records it with `reply`. `hold`,
  * when given, is awaited between the deltas and the reply (a test decides when the turn ends).
  * A message starting with `revise ` gets a final reply that differs from what was streamed (as
  * when a model's streamed text is not its final answer): `<streamed> (revised)`.
@@ -16,6 +16,8 @@ import { eventually } from "./eventually.js"
 export interface StreamingOptions {
   readonly pieces?: number
   readonly hold?: (text: string) => Promise<void>
+  /** The reply to a message's text (default `echo: <text>`). */
+  readonly replyOf?: (text: string) => string
 }
 
 export const splitIn = (text: string, pieces: number): Array<string> => {
@@ -38,7 +40,7 @@ export const streamingExecutor = (options: StreamingOptions = {}) =>
       execute: (input) =>
         Effect.forEach(input.messages, (m) =>
           Effect.gen(function* () {
-            const text = `echo: ${m.text}`
+            const text = options.replyOf?.(m.text) ?? `echo: ${m.text}`
             for (const piece of splitIn(text, options.pieces ?? 3)) yield* input.progress({ type: "delta", text: piece })
             if (options.hold) yield* Effect.promise(() => options.hold!(m.text))
             yield* input.reply(m.text.startsWith("revise ") ? `${text} (revised)` : text)

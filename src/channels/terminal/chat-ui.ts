@@ -4,10 +4,13 @@
  * current line, confirmed or replaced by the final reply), a visible status while the agent
  * works, and a clean Ctrl-C.
  * Without a TTY it reads lines from stdin and, at its end, waits for the answer to the last one.
+ * Everything it is handed to show (replies, streamed text, notices, log lines) is printed with its
+ * control characters escaped (./escape.ts): a reply cannot colour, clear or retitle the terminal.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as readline from "node:readline"
+import { terminalText } from "./escape.js"
 
 export interface ChatUiOptions {
   readonly input: NodeJS.ReadableStream & { isTTY?: boolean }
@@ -33,7 +36,7 @@ export interface ChatUi {
   readonly stream: (key: string, text: string) => void
   /** Shows a line of status (connection lost, ...), not a reply. */
   readonly info: (text: string) => void
-  /** Prints text as it is (a log line, another connection's reply) above the prompt, which is redrawn with what was typed. */
+  /** Prints text (a log line, another connection's reply) above the prompt, which is redrawn with what was typed. */
   readonly print: (text: string) => void
   /** Resolves when the user leaves (Ctrl-C, Ctrl-D, /exit) or, without a TTY, when input ended and was answered. */
   readonly done: Promise<void>
@@ -131,9 +134,10 @@ export const startChatUi = (options: ChatUiOptions): ChatUi => {
     }
     render()
   }
-  /** Prints above the prompt, keeping what the user is typing. */
-  const print = (line: string) => {
+  /** Prints above the prompt, keeping what the user is typing; control characters in `text` are shown escaped. */
+  const print = (text: string) => {
     if (closed) return
+    const line = terminalText(text)
     if (!tty) return write(line + "\n")
     if (streaming !== undefined) {
       // Something else arrives mid-stream: the partial text stays as it is, on its own line.
@@ -189,7 +193,8 @@ export const startChatUi = (options: ChatUiOptions): ChatUi => {
   }
 
   return {
-    reply: (text, kind = "reply", key) => {
+    reply: (raw, kind = "reply", key) => {
+      const text = terminalText(raw)
       waiting = 0
       if (spinner !== undefined) clearInterval(spinner)
       spinner = undefined
@@ -214,7 +219,8 @@ export const startChatUi = (options: ChatUiOptions): ChatUi => {
       }
       if (!tty && inputEnded) finish()
     },
-    stream: (key, text) => {
+    stream: (key, raw) => {
+      const text = terminalText(raw)
       if (!tty || closed || text === "" || ended.has(key)) return
       if (streaming?.key !== key) {
         if (streaming !== undefined) {
