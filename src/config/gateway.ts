@@ -95,7 +95,10 @@ export class GatewayLimits extends Schema.Class<GatewayLimits>("GatewayLimits")(
     maxConnections: Schema.optionalWith(PositiveInt, { default: () => 256 }),
     /** Open connections on one sandbox's own gateway socket; more are closed at accept. */
     connectionsPerSandbox: Schema.optionalWith(PositiveInt, { default: () => 32 }),
-    /** Connections one token (turn token or gateway key) may have carried requests on and still hold open; a request on one more gets 429. */
+    /**
+     * Connections one token (turn token or gateway key) may have carried requests on and still hold
+     * open; a request on one more gets 429. Never fewer than `inFlightPerToken`.
+     */
     connectionsPerToken: Schema.optionalWith(PositiveInt, { default: () => 16 }),
     /** A connection whose request headers are not complete this long after it opened (or after its previous answer) gets 408 and is closed. */
     headersTimeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 600_000)), { default: () => 10_000 }),

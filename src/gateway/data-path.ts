@@ -70,7 +70,8 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
   const upstream = makeUpstream(router, config, now, makeTraceAttempt(deps.tracer, () => clock.unsafeCurrentTimeNanos()))
   const relay = makeRelay({ router, secrets, secretBufs, accounting, log, now })
   const { forward, cut } = makeAttempts({ router, config, deadlines, upstream, relay, accounting, runFork, log, now })
-  const connectionsPerToken = config.limits.connectionsPerToken
+  // Never fewer than the requests a token may have in flight: each of those needs a connection.
+  const connectionsPerToken = Math.max(config.limits.connectionsPerToken, config.limits.inFlightPerToken)
   const tokenConnections = new TokenConnections(connectionsPerToken)
 
   const start = (api: Api, req: http.IncomingMessage, res: http.ServerResponse, grant: Grant, raw: Buffer, received: number, slot: Slot) => {

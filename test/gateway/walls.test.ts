@@ -410,7 +410,7 @@ describe("walls: connections held by one client leave room for the others (issue
   it.scoped("a token's requests on more connections than connectionsPerToken get 429 and are closed; another token is not counted with it", () =>
     Effect.gen(function* () {
       const up = yield* scriptedUpstream((hit, res) => json(res, 200, chatAnswer(hit.body.model)))
-      const gw = yield* startGateway([provider({ name: "p", baseUrl: up.url, models: ["m"] })], { limits: { connectionsPerToken: 2 } })
+      const gw = yield* startGateway([provider({ name: "p", baseUrl: up.url, models: ["m"] })], { limits: { connectionsPerToken: 2, inFlightPerToken: 1 } })
       const mint = gw.mintToken({ workspace: "main", conversationId: "c", expiresAt: HOUR }).pipe(Effect.map((m) => Redacted.value(m.token)))
       const [t, u] = [yield* mint, yield* mint]
       const target = { path: gw.socketPath! }
