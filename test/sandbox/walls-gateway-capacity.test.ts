@@ -137,9 +137,11 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("walls: one 
       assert.strictEqual(victim.status, "completed", `the other workspace's turn: ${victim.error ?? ""}`)
       yield* awaitSettled(ConversationId.make("test:room"), 1).pipe(Effect.provide(ctx))
       assert.include(sentLines(dir).map((l) => l.text), "victim answered")
-      // The hog never held more than its sandbox's share.
+      // The hog holds no more than its sandbox's share. Read once the gateway has caught up with a
+      // round: a unix connect completes in the listen backlog, before the gateway accepts (and
+      // closes) it, so on a loaded machine a round can count connections about to be closed.
       const limits = Schema.decodeUnknownSync(GatewayConfig)({}).limits
-      assert.isAtMost(hog().peak, limits.connectionsPerSandbox, "the hog's connections")
+      yield* eventually(() => (hog().open <= limits.connectionsPerSandbox ? true : undefined), { label: "the hog holding at most its sandbox's share" })
       assert.isAbove(hog().attempts, limits.connectionsPerSandbox, "the hog tried for more than its share")
 
       fs.writeFileSync(path.join(dir, "workspaces", "hog", "stop"), "")
