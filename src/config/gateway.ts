@@ -91,12 +91,34 @@ export class GatewayBudgets extends Schema.Class<GatewayBudgets>("GatewayBudgets
   imageTokens: Schema.optionalWith(PositiveInt, { default: () => 1_600 })
 }) {}
 
-export class GatewayLimits extends Schema.Class<GatewayLimits>("GatewayLimits")({
-  /** Requests one turn token may have open at once (receiving the body included); more get 429. */
-  inFlightPerToken: Schema.optionalWith(PositiveInt, { default: () => 8 }),
-  /** Open connections across the gateway's listeners (socket and TCP); more are closed at accept. */
-  maxConnections: Schema.optionalWith(PositiveInt, { default: () => 256 })
-}) {}
+export class GatewayLimits extends Schema.Class<GatewayLimits>("GatewayLimits")(
+  Schema.Struct({
+    /** Requests one turn token may have open at once (receiving the body included); more get 429. */
+    inFlightPerToken: Schema.optionalWith(PositiveInt, { default: () => 8 }),
+    /**
+     * Open connections across the shared listeners (`<dataDir>/gateway.sock` and TCP); more are
+     * closed at accept. Sandboxes never count here: each has a socket of its own.
+     */
+    maxConnections: Schema.optionalWith(PositiveInt, { default: () => 256 }),
+    /** Open connections on one sandbox's own gateway socket; more are closed at accept. */
+    connectionsPerSandbox: Schema.optionalWith(PositiveInt, { default: () => 32 }),
+    /**
+     * Connections one token (turn token or gateway key) may have carried requests on and still hold
+     * open; a request on one more gets 429. Never fewer than `inFlightPerToken`.
+     */
+    connectionsPerToken: Schema.optionalWith(PositiveInt, { default: () => 16 }),
+    /** A connection whose request headers are not complete this long after it opened (or after its previous answer) gets 408 and is closed. */
+    headersTimeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 600_000)), { default: () => 10_000 }),
+    /** A whole request (headers and body) must arrive within this; else 408 and closed. */
+    requestTimeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 3_600_000)), { default: () => 120_000 }),
+    /** A kept-alive connection idle this long after an answer is closed. */
+    idleTimeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 600_000)), { default: () => 5_000 })
+  }).pipe(Schema.filter((l) =>
+    l.headersTimeoutMs <= l.requestTimeoutMs || {
+      path: ["headersTimeoutMs"],
+      message: `headersTimeoutMs (${l.headersTimeoutMs}) must not be longer than requestTimeoutMs (${l.requestTimeoutMs})`
+    }))
+) {}
 
 export class GatewayConfig extends Schema.Class<GatewayConfig>("GatewayConfig")({
   listen: Schema.optionalWith(GatewayListen, { default: () => GatewayListen.make({}) }),

@@ -9,6 +9,7 @@ import type { ProviderConfig } from "../config/schema.js"
 import { Budgets } from "./budgets.js"
 import { type GatewayConfigInvalid, resolveCatalog } from "./catalog.js"
 import { GatewayConfig, type RoutingStrategy } from "../config/gateway.js"
+import { connectionCap, serverOptions } from "./connections.js"
 import { makeDataPath } from "./data-path.js"
 import { Deadlines } from "./deadlines.js"
 import type { GatewayEvent } from "./events.js"
@@ -16,7 +17,6 @@ import { gatewayLog } from "./redact.js"
 import { type DeploymentStatus, Router } from "./router.js"
 import { keyAccount, type KeyRecord } from "./keys.js"
 import { TokenTable } from "./tokens.js"
-import { openSocketToSandbox } from "../system/sandbox-user.js"
 
 /** The gateway could not listen where it was told to. */
 export class GatewayListenFailed extends Schema.TaggedError<GatewayListenFailed>()("GatewayListenFailed", {
@@ -30,7 +30,7 @@ export class GatewayListenFailed extends Schema.TaggedError<GatewayListenFailed>
 
 export declare namespace GatewaySettings {
   export interface Service {
-    /** `<dataDir>/gateway.sock` is the socket. */
+    /** `<dataDir>/gateway.sock` is the shared socket (sandboxes get their own: `listenForSandbox`). */
     readonly dataDir: string
     readonly providers: ReadonlyArray<ProviderConfig>
     readonly gateway: GatewayConfig
@@ -94,6 +94,13 @@ export declare namespace Gateway {
     readonly socketPath: string | null
     /** `http://127.0.0.1:<port>` when listening on TCP. */
     readonly url: string | null
+    /**
+     * A socket of one sandbox's own at `file` (mode 0600; the runtime hands it to the sandbox's
+     * user), served like the shared one but with its own connection count
+     * (`limits.connectionsPerSandbox`), so a sandbox that holds every connection it can get holds
+     * only its own. Closing the scope closes its connections and removes the file.
+     */
+    readonly listenForSandbox: (file: string) => Effect.Effect<void, GatewayListenFailed, Scope.Scope>
     /** A token for one turn: bound to workspace, conversation, models, expiry and an optional budget. */
     readonly mintToken: (input: MintInput) => Effect.Effect<Minted>
     /** Revokes a token and cuts its in-flight requests; false when it was unknown. */
@@ -176,21 +183,16 @@ export class Gateway extends Context.Tag("pynchy/Gateway")<Gateway, Gateway.Serv
     // Turn ends revoke their tokens; this only drops what a crashed caller left behind.
     yield* Effect.addFinalizer(() => Effect.sync(() => tokens.revokeAll()))
 
-    // One count across every listener: a connection over the cap is closed at accept, before
-    // the HTTP parser or any request state exists for it.
-    const { maxConnections } = config.limits
-    let connections = 0
-    const capConnections = (socket: net.Socket) => {
-      if (connections >= maxConnections) return void socket.destroy()
-      connections++
-      socket.once("close", () => connections--)
-    }
+    // The shared listeners (socket and TCP) count together; each sandbox's socket counts alone
+    // (connections.ts). Over the cap, a connection is closed at accept.
+    const shared = connectionCap(config.limits.maxConnections)
+    const options = serverOptions(config.limits)
 
-    const serve = (target: { path: string } | { port: number; host: string }, address: string) =>
+    const serve = (target: { path: string } | { port: number; host: string }, address: string, onConnection: (socket: net.Socket) => void) =>
       Effect.acquireRelease(
         Effect.gen(function* () {
-          const server = http.createServer({ keepAliveTimeout: 65_000 }, dataPath.handler)
-          server.prependListener("connection", capConnections)
+          const server = http.createServer(options, dataPath.handler)
+          server.prependListener("connection", onConnection)
           yield* Effect.interruptible(listen(server, target, address))
           return server
         }),
@@ -202,15 +204,15 @@ export class Gateway extends Context.Tag("pynchy/Gateway")<Gateway, Gateway.Serv
       const file = path.join(settings.dataDir, "gateway.sock")
       yield* Effect.sync(() => fs.mkdirSync(settings.dataDir, { recursive: true }))
       yield* clearStaleSocket(file)
-      yield* serve({ path: file }, file)
-      // As root, sandboxes run as an unprivileged user: its group may connect (token-authenticated; the data dir stays 0700).
-      yield* Effect.sync(() => openSocketToSandbox(file, config.listen.socketMode))
+      yield* serve({ path: file }, file, shared.onConnection)
+      // The host's own clients and user keys: sandboxes never see this socket, each has its own (listenForSandbox).
+      yield* Effect.sync(() => fs.chmodSync(file, config.listen.socketMode))
       yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(file, { force: true })))
       socketPath = file
     }
     let url: string | null = null
     if (config.listen.port !== undefined) {
-      const server = yield* serve({ port: config.listen.port, host: "127.0.0.1" }, `127.0.0.1:${config.listen.port}`)
+      const server = yield* serve({ port: config.listen.port, host: "127.0.0.1" }, `127.0.0.1:${config.listen.port}`, shared.onConnection)
       const addr = server.address() as net.AddressInfo
       url = `http://127.0.0.1:${addr.port}`
     }
@@ -233,9 +235,17 @@ export class Gateway extends Context.Tag("pynchy/Gateway")<Gateway, Gateway.Serv
       return minted
     })
 
+    const listenForSandbox = (file: string) =>
+      Effect.gen(function* () {
+        yield* clearStaleSocket(file)
+        yield* serve({ path: file }, file, connectionCap(config.limits.connectionsPerSandbox).onConnection)
+        yield* Effect.acquireRelease(Effect.sync(() => fs.chmodSync(file, 0o600)), () => Effect.sync(() => fs.rmSync(file, { force: true })))
+      })
+
     return Gateway.of({
       socketPath,
       url,
+      listenForSandbox,
       mintToken,
       revoke: Effect.fn("Gateway.revoke")(function* (token: Redacted.Redacted<string>) {
         return tokens.revoke(Redacted.value(token))

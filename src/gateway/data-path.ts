@@ -3,7 +3,7 @@
  * Bytes never enter an Effect stream: measured on this machine kind, the platform HttpServer +
  * HttpClient add ~0.9 ms per request and cap near 1,000 rps, this path ~0.06 ms (docs/gateway.md).
  * This file routes, reads the body and checks it, and composes the pieces: admission (token,
- * scope, in-flight cap, budget reservation), attempts (the first in callbacks, retries in a
+ * scope, connections and in-flight caps, budget reservation), attempts (the first in callbacks, retries in a
  * fiber), upstream (one attempt), relay (the answer or the failure, keys masked) and accounting
  * (the reservation settled once per request: the response's close is the backstop).
  */
@@ -13,6 +13,7 @@ import { performance } from "node:perf_hooks"
 import { makeAccounting } from "./accounting.js"
 import { makeAdmission, mayUse } from "./admission.js"
 import { makeAttempts } from "./attempts.js"
+import { TokenConnections } from "./connections.js"
 import type { Budgets } from "./budgets.js"
 import type { Api, Catalog } from "./catalog.js"
 import type { GatewayConfig } from "../config/gateway.js"
@@ -69,6 +70,9 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
   const upstream = makeUpstream(router, config, now, makeTraceAttempt(deps.tracer, () => clock.unsafeCurrentTimeNanos()))
   const relay = makeRelay({ router, secrets, secretBufs, accounting, log, now })
   const { forward, cut } = makeAttempts({ router, config, deadlines, upstream, relay, accounting, runFork, log, now })
+  // Never fewer than the requests a token may have in flight: each of those needs a connection.
+  const connectionsPerToken = Math.max(config.limits.connectionsPerToken, config.limits.inFlightPerToken)
+  const tokenConnections = new TokenConnections(connectionsPerToken)
 
   const start = (api: Api, req: http.IncomingMessage, res: http.ServerResponse, grant: Grant, raw: Buffer, received: number, slot: Slot) => {
     let parsed: unknown
@@ -134,6 +138,11 @@ export const makeDataPath = (deps: DataPathDeps): DataPath => {
     if (grant === undefined) {
       req.resume()
       return send(res, 401, errorJson(api, "authentication_error", "unauthorized"))
+    }
+    if (!tokenConnections.attach(grant, req.socket)) {
+      req.resume()
+      res.shouldKeepAlive = false
+      return send(res, 429, errorJson(api, "rate_limit_error", `this token already holds ${connectionsPerToken} connections to the gateway, the most it may; reuse one of them`), { "retry-after": "1" })
     }
     if (api === "models") {
       req.resume()

@@ -55,15 +55,15 @@ const SandboxRecord = Schema.parseJson(Schema.Struct({ runtime: Schema.String, i
 const SID = /^sandbox:([a-f0-9]{12})$/
 
 /** A unix socket path must fit in 108 bytes; a deep data dir falls back to a private temp folder, removed with the turn. */
-const ipcPathFor = (hostDir: string, sid: string) => {
-  const inHost = path.join(hostDir, "ipc.sock")
+const socketPathFor = (hostDir: string, sid: string, name: "ipc" | "gateway") => {
+  const inHost = path.join(hostDir, `${name}.sock`)
   if (Buffer.byteLength(inHost) < 100) return Effect.succeed(inHost)
   return Effect.map(
     Effect.acquireRelease(
-      Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), `pynchy-ipc-${sid}-`))),
+      Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), `pynchy-${name}-${sid}-`))),
       (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
     ),
-    (dir) => path.join(dir, "ipc.sock")
+    (dir) => path.join(dir, `${name}.sock`)
   )
 }
 
@@ -192,8 +192,14 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         ))
         : Option.none()
 
-      const ipcSocket = yield* ipcPathFor(hostDir, sid)
+      const ipcSocket = yield* socketPathFor(hostDir, sid, "ipc")
       const ipc = yield* listenIpc(ipcSocket).pipe(Effect.mapError((e) => failed("ipc_failed", `cannot listen for the runner (${e.reason})`, true)))
+      // The sandbox's own gateway socket: what it holds open counts against its share alone, never
+      // against other sandboxes or the shared listeners (docs/sandbox.md, "Threat model").
+      const gatewaySocket = Option.isSome(token) ? yield* socketPathFor(hostDir, sid, "gateway") : null
+      if (gatewaySocket !== null) {
+        yield* gateway.listenForSandbox(gatewaySocket).pipe(Effect.mapError((e) => failed("gateway_listen_failed", `cannot open the sandbox's gateway socket (${e.reason})`, true)))
+      }
       const spec: SandboxSpec = {
         sandboxId: sid,
         workspaceDir,
@@ -203,7 +209,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         turnFile: path.join(hostDir, "turn.json"),
         skills: skills.map((s) => ({ name: s.name, path: s.path })),
         ipcSocket,
-        gatewaySocket: Option.isSome(token) ? gateway.socketPath : null,
+        gatewaySocket,
         entry: runnerPath,
         coreModule: entry.module,
         corePackages: entry.packages,

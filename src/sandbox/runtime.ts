@@ -26,6 +26,7 @@ export interface SandboxSpec {
   /** Skill folders to mount read-only, each at `<skills dir>/<name>`. */
   readonly skills: ReadonlyArray<{ readonly name: string; readonly path: string }>
   readonly ipcSocket: string
+  /** The sandbox's own gateway socket (Gateway.listenForSandbox), mounted at `PYNCHY_GATEWAY_SOCKET`; null without a model. */
   readonly gatewaySocket: string | null
   /** The script node runs (the bundled runner, or a test probe); mounted read-only. */
   readonly entry: string

@@ -4,8 +4,7 @@
  * The user is `pynchy-sandbox` where it exists (scripts/system/sandbox-user.sh makes it), else
  * `nobody` (65534). A host that is not root runs sandboxes as itself, as before.
  *
- * A leaf shared by the sandbox runtimes (who a sandbox runs as, folders handed to it) and the
- * gateway (its socket's group), so that neither imports the other.
+ * A leaf of the sandbox runtimes (who a sandbox runs as, folders handed to it).
  */
 import * as fs from "node:fs"
 
@@ -90,16 +89,4 @@ export const giveToSandbox = (dir: string, user: SandboxUser): void => {
   } finally {
     fs.closeSync(fd)
   }
-}
-
-/**
- * Lets the sandbox user connect to a host socket (connecting needs write permission): the group
- * becomes the sandbox user's and gains rw. Only while the host is root; the socket's folder stays
- * host-only, so the path is reachable only through the sandbox's bind mount.
- */
-export const openSocketToSandbox = (file: string, mode: number): void => {
-  const user = sandboxUser()
-  if (user === undefined) return fs.chmodSync(file, mode)
-  fs.lchownSync(file, 0, user.gid)
-  fs.chmodSync(file, mode | 0o060)
 }

@@ -355,3 +355,91 @@ describe("walls: a key split across chunks never reaches the sandbox (finding 10
       }
     }))
 })
+
+describe("walls: connections held by one client leave room for the others (issue 34, finding 2)", () => {
+  type Target = { readonly path: string } | { readonly port: number }
+  const open = (target: Target) =>
+    Effect.async<net.Socket, Error>((resume) => {
+      const s = "path" in target ? net.connect(target.path) : net.connect(target.port, "127.0.0.1")
+      s.once("connect", () => resume(Effect.succeed(s)))
+      s.once("error", (e) => resume(Effect.fail(e)))
+    })
+  /** Opens `n` connections and keeps them until the scope closes. */
+  const hold = (target: Target, n: number) =>
+    Effect.acquireRelease(Effect.forEach(Array.from({ length: n }), () => open(target)), (all) => Effect.sync(() => all.forEach((s) => s.destroy())))
+  /** One request on `s`: its status line, or "closed" when the gateway closed it unanswered. */
+  const ask1 = (s: net.Socket, request: string) =>
+    Effect.async<string>((resume) => {
+      let got = ""
+      const line = () => got.slice(0, got.indexOf("\r\n"))
+      const onData = (d: Buffer) => {
+        got += d.toString("latin1")
+        if (got.includes("\r\n\r\n")) {
+          s.off("data", onData)
+          resume(Effect.succeed(line()))
+        }
+      }
+      s.on("data", onData)
+      s.once("close", () => resume(Effect.succeed(got === "" ? "closed" : line())))
+      s.once("error", () => undefined)
+      s.write(request)
+    })
+  const health = "GET /health HTTP/1.1\r\nhost: x\r\n\r\n"
+  const models = (token: string) => `GET /v1/models HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\n\r\n`
+  const closed = (s: net.Socket) => Effect.async<void>((resume) => (s.destroyed ? resume(Effect.void) : void s.once("close", () => resume(Effect.void))))
+
+  it.scoped("a full sandbox socket leaves other sandboxes' sockets and the shared listeners their connections", () =>
+    Effect.gen(function* () {
+      const up = yield* scriptedUpstream((hit, res) => json(res, 200, chatAnswer(hit.body.model)))
+      const gw = yield* startGateway([provider({ name: "p", baseUrl: up.url, models: ["m"] })], { listen: { port: 0 }, limits: { maxConnections: 4, connectionsPerSandbox: 3 } })
+      const dir = tempDir()
+      const [a, b] = [path.join(dir, "a.sock"), path.join(dir, "b.sock")]
+      yield* gw.listenForSandbox(a)
+      yield* gw.listenForSandbox(b)
+      assert.strictEqual(fs.statSync(a).mode & 0o777, 0o600)
+      const hog = yield* hold({ path: a }, 3)
+      for (const s of hog) assert.strictEqual(yield* ask1(s, health), "HTTP/1.1 200 OK")
+      // Sandbox a is full: its next connection is closed unanswered.
+      assert.strictEqual(yield* ask1((yield* hold({ path: a }, 1))[0]!, health), "closed")
+      // Sandbox b, the shared socket and TCP each still have all of theirs.
+      for (const s of yield* hold({ path: b }, 3)) assert.strictEqual(yield* ask1(s, health), "HTTP/1.1 200 OK")
+      for (const s of yield* hold({ path: gw.socketPath! }, 2)) assert.strictEqual(yield* ask1(s, health), "HTTP/1.1 200 OK")
+      for (const s of yield* hold({ port: Number(new URL(gw.url!).port) }, 2)) assert.strictEqual(yield* ask1(s, health), "HTTP/1.1 200 OK")
+    }))
+
+  it.scoped("a token's requests on more connections than connectionsPerToken get 429 and are closed; another token is not counted with it", () =>
+    Effect.gen(function* () {
+      const up = yield* scriptedUpstream((hit, res) => json(res, 200, chatAnswer(hit.body.model)))
+      const gw = yield* startGateway([provider({ name: "p", baseUrl: up.url, models: ["m"] })], { limits: { connectionsPerToken: 2, inFlightPerToken: 1 } })
+      const mint = gw.mintToken({ workspace: "main", conversationId: "c", expiresAt: HOUR }).pipe(Effect.map((m) => Redacted.value(m.token)))
+      const [t, u] = [yield* mint, yield* mint]
+      const target = { path: gw.socketPath! }
+      const [c1, c2, c3] = yield* hold(target, 3)
+      assert.strictEqual(yield* ask1(c1!, models(t)), "HTTP/1.1 200 OK")
+      assert.strictEqual(yield* ask1(c2!, models(t)), "HTTP/1.1 200 OK")
+      // The same connections carry the token again as often as it likes.
+      assert.strictEqual(yield* ask1(c1!, models(t)), "HTTP/1.1 200 OK")
+      assert.strictEqual(yield* ask1(c3!, models(t)), "HTTP/1.1 429 Too Many Requests")
+      yield* closed(c3!)
+      // Another token is counted on its own.
+      const [d1] = yield* hold(target, 1)
+      assert.strictEqual(yield* ask1(d1!, models(u)), "HTTP/1.1 200 OK")
+      // A connection the token gave up frees its place.
+      c2!.destroy()
+      const [c4] = yield* hold(target, 1)
+      assert.strictEqual(yield* eventually(ask1(c4!, models(t)).pipe(Effect.map((l) => (l === "HTTP/1.1 200 OK" ? l : undefined))), { label: "a place came free" }), "HTTP/1.1 200 OK")
+    }))
+
+  it.scoped("a silent TCP connection gets 408 and is closed after headersTimeoutMs; an idle one after idleTimeoutMs", () =>
+    Effect.gen(function* () {
+      const up = yield* scriptedUpstream((hit, res) => json(res, 200, chatAnswer(hit.body.model)))
+      const gw = yield* startGateway([provider({ name: "p", baseUrl: up.url, models: ["m"] })], { listen: { port: 0 }, limits: { headersTimeoutMs: 300, idleTimeoutMs: 300 } })
+      const [silent, idle] = yield* hold({ port: Number(new URL(gw.url!).port) }, 2)
+      let heard = ""
+      silent!.on("data", (d: Buffer) => (heard += d.toString("latin1")))
+      assert.strictEqual(yield* ask1(idle!, health), "HTTP/1.1 200 OK")
+      yield* closed(silent!)
+      yield* closed(idle!)
+      assert.match(heard, /^HTTP\/1\.1 408 /)
+    }))
+})

@@ -2,7 +2,7 @@
  * The default sandbox: bubblewrap. Read-only /usr, the workspace and session folders read-write,
  * skills read-only, a private /tmp, every namespace unshared (no network: only `lo`), a cleared
  * environment, all capabilities dropped, a seccomp filter (seccomp.ts), killed with its parent.
- * The IPC and gateway sockets are the only ways out, bind-mounted as files. Secrets (the turn
+ * The IPC and gateway sockets (both the sandbox's own) are the only ways out, bind-mounted as files. Secrets (the turn
  * token) travel on fd 3, never argv. When the host is root the sandbox runs as an unprivileged
  * host user (src/system/sandbox-user.ts), reached through the launcher (launcher.ts).
  */
@@ -167,6 +167,7 @@ export const make = (options: BwrapOptions = {}): SandboxRuntime => {
         if (spec.homeDir !== undefined) giveToSandbox(spec.homeDir, user)
         fs.lchownSync(spec.turnFile, user.uid, user.gid)
         fs.lchownSync(spec.ipcSocket, user.uid, user.gid)
+        if (spec.gatewaySocket !== null) fs.lchownSync(spec.gatewaySocket, user.uid, user.gid)
       }
       const limits: CgroupResult = makeCgroup(`pynchy-${spec.sandboxId}`, { memoryMb: spec.memoryMb, maxProcesses: spec.maxProcesses })
       if (limits._tag === "Skipped" && (spec.memoryMb !== undefined || spec.maxProcesses !== undefined)) options.onLimitsSkipped?.(limits.reason)
