@@ -1,26 +1,26 @@
 /**
  * The in-sandbox agent runner (bundled to dist/runner.mjs). It reads the turn from
  * `$PYNCHY_TURN_FILE` (host-written, read-only to it), runs the selected core, and streams events to the host over
- * `$PYNCHY_IPC_SOCKET`. It knows only the gateway socket and its turn token (taken out of its
- * environment at start, so the bash tool never sees it); it runs the sandbox tools itself and
- * writes a transcript (no token) into the session folder. It never prints message content to stderr.
+ * `$PYNCHY_IPC_SOCKET`. It knows only the gateway socket and its turn token (the host's first IPC
+ * line: never in its environment or command line); under bwrap it runs non-dumpable, so the tools
+ * it starts cannot read its memory (untraceable.ts). It runs the sandbox tools itself and writes a
+ * transcript (no token) into the session folder. It never prints message content to stderr.
  */
 import * as Either from "effect/Either"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import { decodeTurnSpec, type RunnerMessage, type TurnSpec } from "../protocol/ipc.js"
+import { decodeTurnSpec, type RunnerMessage, type TurnSpec, UNTRACEABLE_ENV } from "../protocol/ipc.js"
 import { systemPrompt } from "./context.js"
 import { builtinCoreRun } from "./cores/index.js"
 import { CoreFailed, type CoreRun, type OfferedTool, type ToolOutcome } from "./cores/types.js"
 import { makeGatewayClient } from "./gateway-client.js"
 import { connectIpc, type IpcClient } from "./ipc-client.js"
 import { startTurnMcp, unavailableSection } from "./mcp.js"
-import { takeSecretEnv } from "./scrub.js"
 import { sandboxTools } from "./tools/index.js"
 import { capped } from "./tools/output.js"
+import { runnerTraceable } from "./untraceable.js"
 
-const token = takeSecretEnv("PYNCHY_TURN_TOKEN")
 const env = process.env
 const sessionDir = env.PYNCHY_SESSION_DIR ?? "/session"
 const turnFile = env.PYNCHY_TURN_FILE ?? "/run/turn.json"
@@ -88,7 +88,10 @@ const main = async () => {
     fail(ipc, core.code, core.reason, false)
     return ipc.close()
   }
-  if (!token.scrubbed) transcript({ kind: "note", note: "the turn token could not be blanked in /proc/self/environ" })
+  if (ipc.token !== null && env[UNTRACEABLE_ENV] === "1" && runnerTraceable()) {
+    fail(ipc, "runner_traceable", "the runner could be traced by its tools (is fs.suid_dumpable 1?): the turn token is not used", false)
+    return ipc.close()
+  }
   const gatewaySocket = env.PYNCHY_GATEWAY_SOCKET ?? ""
   const send = (m: RunnerMessage) => ipc.send(m)
   // Sandbox tools first, then the sandbox MCP servers' tools; a later tool with a taken name is not offered (one name, one tool).
@@ -116,7 +119,7 @@ const main = async () => {
       turn: turn.right,
       system: [systemPrompt(turn.right, { skillsDir, workspaceDir }), unavailableSection(mcp.unavailable)].filter((p) => p !== "").join("\n\n"),
       tools,
-      gateway: gatewaySocket !== "" && token.value !== "" ? makeGatewayClient(gatewaySocket, token.value) : null,
+      gateway: gatewaySocket !== "" && ipc.token !== null && ipc.token !== "" ? makeGatewayClient(gatewaySocket, ipc.token) : null,
       homeDir: env.PYNCHY_HOME_DIR !== undefined && env.PYNCHY_HOME_DIR !== "" ? env.PYNCHY_HOME_DIR : null,
       delta: (text) => send({ _tag: "text_delta", text }),
       reply: (text) => {

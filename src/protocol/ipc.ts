@@ -58,7 +58,7 @@ export type McpLaunchSpec = typeof McpLaunchSpec.Type
 export const UnavailableServer = Schema.Struct({ server: Schema.String, code: Schema.String, reason: Schema.String })
 export type UnavailableServer = typeof UnavailableServer.Type
 
-/** The turn file: everything the runner needs except secrets (the token comes in the env). */
+/** The turn file: everything the runner needs except secrets (the token comes over the IPC socket: `turn_start`). */
 export const TurnSpec = Schema.Struct({
   version: Schema.Literal(2),
   turnId: Schema.Number,
@@ -98,6 +98,12 @@ export const TurnSpec = Schema.Struct({
 })
 export type TurnSpec = typeof TurnSpec.Type
 
+/**
+ * Set (to "1") in the runner's environment by a runtime that starts it non-dumpable (bwrap): the
+ * runner then checks that it is, and refuses to use the turn token if not.
+ */
+export const UNTRACEABLE_ENV = "PYNCHY_RUNNER_UNTRACEABLE"
+
 /** The words an error code may hold: codes reach logs, statuses and notices, so nothing else passes. */
 export const CODE = /^[a-z0-9_]{1,64}$/
 /** An error code as the other side sent it: anything that is not a plain code becomes `invalid_code`. */
@@ -136,7 +142,12 @@ export const ToolResult = Schema.TaggedStruct("tool_result", {
   output: Schema.Unknown
 })
 export const HostError = Schema.TaggedStruct("error", ErrorFields)
-export const HostMessage = Schema.Union(ToolResult, HostError)
+/**
+ * The host's first line on the connection: the turn's gateway token (null without a provider).
+ * It never travels through the sandbox's command line, environment or files (docs/sandbox.md).
+ */
+export const TurnStart = Schema.TaggedStruct("turn_start", { token: Schema.NullOr(Schema.String.pipe(Schema.maxLength(200))) })
+export const HostMessage = Schema.Union(TurnStart, ToolResult, HostError)
 export type HostMessage = typeof HostMessage.Type
 
 /** A line that is not one of the messages: what was wrong, never the line itself. */
@@ -145,7 +156,7 @@ export interface Malformed {
   readonly reason: string
 }
 
-const KNOWN_TAGS = new Set(["text_delta", "tool_call", "reply", "error", "done", "tool_result"])
+const KNOWN_TAGS = new Set(["text_delta", "tool_call", "reply", "error", "done", "tool_result", "turn_start"])
 
 const decodeWith = <A, I>(schema: Schema.Schema<A, I>) => {
   const decode = Schema.decodeUnknownEither(schema, { onExcessProperty: "ignore" })

@@ -1,9 +1,11 @@
 /**
  * The host's end of a turn's IPC: a unix socket in the session folder, one runner connection,
- * JSON lines decoded with the shared Schema. A malformed or unknown line is answered with a
+ * JSON lines decoded with the shared Schema. The host's first line on it is `turn_start`, which
+ * carries the turn's gateway token: the runner connects before any tool runs, and a second
+ * connection is refused, so the token reaches the runner and nothing else in the sandbox. A malformed or unknown line is answered with a
  * non-fatal `error` message, counted and dropped; nothing a runner sends can crash the host.
  */
-import { Effect, Queue, Schema } from "effect"
+import { Effect, Queue, Redacted, Schema } from "effect"
 import type { Scope } from "effect"
 import * as fs from "node:fs"
 import * as net from "node:net"
@@ -26,7 +28,12 @@ export interface IpcChannel {
   readonly connected: () => boolean
 }
 
-export const listenIpc = (socketPath: string): Effect.Effect<IpcChannel, IpcListenFailed, Scope.Scope> =>
+export interface IpcOptions {
+  /** The turn's gateway token, sent in `turn_start` (none: `token: null`). */
+  readonly token?: Redacted.Redacted<string> | null
+}
+
+export const listenIpc = (socketPath: string, options: IpcOptions = {}): Effect.Effect<IpcChannel, IpcListenFailed, Scope.Scope> =>
   Effect.gen(function* () {
     const events = yield* Effect.acquireRelease(Queue.unbounded<IpcEvent>(), Queue.shutdown)
     const offer = (e: IpcEvent) => {
@@ -41,6 +48,7 @@ export const listenIpc = (socketPath: string): Effect.Effect<IpcChannel, IpcList
       // One runner per turn: a second connection is refused.
       if (connection !== undefined) return socket.destroy()
       connection = socket
+      write(socket, { _tag: "turn_start", token: options.token === undefined || options.token === null ? null : Redacted.value(options.token) })
       socket.setEncoding("utf8")
       const reject = (reason: string) => {
         malformed++

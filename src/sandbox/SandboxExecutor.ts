@@ -8,7 +8,7 @@
  * Trust boundary: the session and workspace folders are the agent's. The host never writes a
  * record there, and never reads one back from there to decide anything (docs/sandbox.md).
  */
-import { Clock, Context, Effect, Layer, Option, Redacted, Schedule, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -32,7 +32,7 @@ import { listenIpc } from "./IpcServer.js"
 import type { SandboxHandle, SandboxRuntime, SandboxSpec } from "./runtime.js"
 import { chooseRuntime } from "./select.js"
 import { unsafeWorkspaceFolder, workspaceDirOf } from "../config/workspace-folder.js"
-import { coreHomeOf, ensurePrivateDir, hostDirOf, prepareWorkspace, sandboxesDir, sessionDirOf, sessionsDir } from "./folders.js"
+import { coreHomeOf, ensurePrivateDir, hostDirOf, prepareWorkspace, runtimeDirOf, sandboxesDir, sessionDirOf, sessionsDir } from "./folders.js"
 import { sweepSessions } from "./retention.js"
 import { skillsFor, workspaceSkillsDir } from "./skills.js"
 import { serveRunner } from "./serve-runner.js"
@@ -136,6 +136,7 @@ export const make = (options: SandboxExecutor.Options = {}) =>
       const aside = yield* Effect.sync(() => {
         ensurePrivateDir(sandboxesDir(dataDir))
         ensurePrivateDir(sessionsDir(dataDir))
+        ensurePrivateDir(runtimeDirOf(dataDir))
         fs.mkdirSync(hostDir, { mode: 0o700 })
         fs.mkdirSync(sessionDir, { mode: 0o700 })
         return prepareWorkspace(workspaceDir)
@@ -193,7 +194,8 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         : Option.none()
 
       const ipcSocket = yield* socketPathFor(hostDir, sid, "ipc")
-      const ipc = yield* listenIpc(ipcSocket).pipe(Effect.mapError((e) => failed("ipc_failed", `cannot listen for the runner (${e.reason})`, true)))
+      // The token goes to the runner over IPC, never through the sandbox's arguments or environment.
+      const ipc = yield* listenIpc(ipcSocket, { token: Option.match(token, { onNone: () => null, onSome: (t) => t.token }) }).pipe(Effect.mapError((e) => failed("ipc_failed", `cannot listen for the runner (${e.reason})`, true)))
       // The sandbox's own gateway socket: what it holds open counts against its share alone, never
       // against other sandboxes or the shared listeners (docs/sandbox.md, "Threat model").
       const gatewaySocket = Option.isSome(token) ? yield* socketPathFor(hostDir, sid, "gateway") : null
@@ -214,7 +216,8 @@ export const make = (options: SandboxExecutor.Options = {}) =>
         coreModule: entry.module,
         corePackages: entry.packages,
         homeDir,
-        env: Option.match(token, { onNone: () => ({}), onSome: (t) => ({ PYNCHY_TURN_TOKEN: Redacted.value(t.token) }) }),
+        runtimeDir: runtimeDirOf(dataDir),
+        env: {},
         memoryMb: w.sandbox.memoryMb,
         maxProcesses: w.sandbox.maxProcesses
       }

@@ -16,6 +16,8 @@ export const SANDBOX_ID = /^[a-f0-9]{12}$/
 export const sessionsDir = (dataDir: string) => path.join(dataDir, "sessions")
 export const sandboxesDir = (dataDir: string) => path.join(dataDir, "sandboxes")
 export const sessionDirOf = (dataDir: string, sid: string) => path.join(sessionsDir(dataDir), sid)
+/** Host-only, kept across turns: what a runtime prepares once (bwrap's exec-only node). */
+export const runtimeDirOf = (dataDir: string) => path.join(dataDir, "runtime")
 export const hostDirOf = (dataDir: string, sid: string) => path.join(sandboxesDir(dataDir), sid)
 /**
  * A plugin core's durable folder for a conversation (agent-writable, never read by the host): its

@@ -39,7 +39,12 @@ export interface SandboxSpec {
    * session state, kept across turns until `/new`. Mounted at `PYNCHY_HOME_DIR`.
    */
   readonly homeDir?: string | undefined
-  /** The only variables the runner gets besides PATH, HOME and the PYNCHY_* paths. */
+  /**
+   * A host-only folder kept across turns (`<dataDir>/runtime`) where a runtime keeps what it
+   * prepares once (bwrap: the exec-only node, exec-only.ts); a private temp folder when absent.
+   */
+  readonly runtimeDir?: string | undefined
+  /** The only variables the runner gets besides PATH, HOME and the PYNCHY_* paths (never a secret: the token comes over IPC). */
   readonly env: Readonly<Record<string, string>>
   readonly memoryMb?: number | undefined
   readonly maxProcesses?: number | undefined
@@ -90,6 +95,8 @@ export const SANDBOX_PATHS: RunnerPaths = {
 }
 
 export const ENTRY_INSIDE = "/opt/pynchy/runner.mjs"
+/** Where bwrap mounts the exec-only node the runner is executed from (runtimes/exec-only.ts). */
+export const NODE_INSIDE = "/opt/pynchy/node"
 /** Where bwrap and docker mount a plugin core's module (`.mjs`: imported as an ES module). */
 export const CORE_INSIDE = "/opt/pynchy/core.mjs"
 /** Where a plugin core's packages are mounted: Node resolves the module's bare imports there. */

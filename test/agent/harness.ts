@@ -80,7 +80,7 @@ export const startRunner = (o: RunnerStart) =>
     const turnFile = path.join(dirs.hostDir, "turn.json")
     fs.writeFileSync(turnFile, JSON.stringify(o.spec), { mode: 0o600 })
     const ipcSocket = path.join(dirs.hostDir, "ipc.sock")
-    const ipc = yield* Effect.orDie(listenIpc(ipcSocket))
+    const ipc = yield* Effect.orDie(listenIpc(ipcSocket, { token: Redacted.make(o.token) }))
     const runtime = o.runtime ?? Bwrap.make()
     const entry = yield* Effect.promise(runnerBundle)
     const handle = yield* Effect.acquireRelease(
@@ -93,7 +93,7 @@ export const startRunner = (o: RunnerStart) =>
         ipcSocket,
         gatewaySocket: o.gatewaySocket,
         entry,
-        env: { PYNCHY_TURN_TOKEN: o.token }
+        env: {}
       })),
       (h) => Effect.promise(() => runtime.kill(h.id))
     )

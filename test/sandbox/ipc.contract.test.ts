@@ -4,7 +4,7 @@
  * client does the same and matches tool results to their calls.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Arbitrary, Effect, Either, FastCheck as fc, Queue, Schema } from "effect"
+import { Arbitrary, Effect, Either, FastCheck as fc, Queue, Redacted, Schema } from "effect"
 import * as net from "node:net"
 import * as path from "node:path"
 import { connectIpc } from "../../src/agent/ipc-client.js"
@@ -77,7 +77,9 @@ describe("IPC host side", () => {
       assert.deepStrictEqual(first, { _tag: "reply", text: "hello" })
       const second = yield* Queue.take(ipc.events)
       assert.strictEqual(second._tag, "tool_call")
-      yield* eventually(() => client.received.length >= 3 || undefined, { label: "the host's three error answers" })
+      // The host's first line is turn_start (no token was given), then its three error answers.
+      yield* eventually(() => client.received.length >= 4 || undefined, { label: "the host's three error answers" })
+      assert.deepStrictEqual(JSON.parse(client.received.shift()!), { _tag: "turn_start", token: null })
       const errors = client.received.map((l) => decodeHostLine(l))
       for (const e of errors) {
         assert.isTrue(Either.isRight(e))
@@ -98,17 +100,20 @@ describe("IPC host side", () => {
       assert.strictEqual(closed._tag, "closed")
     }))
 
-  it.scopedLive("a second connection is refused (one runner per turn)", () =>
+  it.scopedLive("the first connection gets the turn token in turn_start; a second connection is refused and gets nothing", () =>
     Effect.gen(function* () {
       const file = socketPath()
-      const ipc = yield* listenIpc(file)
-      yield* rawClient(file)
+      const ipc = yield* listenIpc(file, { token: Redacted.make("pgw_first_only") })
+      const runner = yield* rawClient(file)
+      yield* eventually(() => runner.received.length >= 1 || undefined, { label: "turn_start" })
+      assert.deepStrictEqual(JSON.parse(runner.received[0]!), { _tag: "turn_start", token: "pgw_first_only" })
       const other = yield* rawClient(file)
       yield* Effect.async<void>((resume) => {
         if (other.socket.destroyed) return resume(Effect.void)
         other.socket.once("close", () => resume(Effect.void))
       })
       assert.isTrue(other.socket.destroyed)
+      assert.deepStrictEqual(other.received, [])
       assert.strictEqual(ipc.malformed(), 0)
     }))
 })
@@ -120,6 +125,7 @@ describe("IPC runner side", () => {
       const fromRunner: Array<string> = []
       const server = net.createServer((socket) => {
         socket.setEncoding("utf8")
+        socket.write(hostLine({ _tag: "turn_start", token: "pgw_test" }))
         socket.write("garbage\n")
         socket.on("data", lineSplitter((line) => {
           fromRunner.push(line)
@@ -133,6 +139,7 @@ describe("IPC runner side", () => {
         server.listen(file, () => r(Effect.void))
       }), () => Effect.sync(() => server.close()))
       const client = yield* Effect.promise(() => connectIpc(file, () => {}, () => {}))
+      assert.strictEqual(client.token, "pgw_test")
       const [a, b] = yield* Effect.promise(() => Promise.all([client.callTool("t", { n: 1 }), client.callTool("t", { n: 2 })]))
       assert.deepStrictEqual(a, { ok: true, output: { echoed: { n: 1 } } })
       assert.deepStrictEqual(b, { ok: true, output: { echoed: { n: 2 } } })

@@ -107,3 +107,91 @@ out.uid = process.getuid()
 fs.writeFileSync("/session/probe.json", JSON.stringify(out))
 if (process.env.PROBE_HANG === "1") setInterval(() => {}, 1000)
 `
+
+/**
+ * The turn-token hunt (issue 34 item 1), run by a `bash` tool call during a turn: scans the memory
+ * (every readable mapping), environment and open descriptors of every process it can see for
+ * gateway-token-shaped strings, and tries each on the gateway socket. A decoy process of its own
+ * holds a token-shaped string in its heap, so a scan that finds nothing proves a wall, not a
+ * broken scanner. Prints one JSON line.
+ */
+export const TOKEN_HUNT = `
+import * as fs from "node:fs"
+import * as http from "node:http"
+import { spawn } from "node:child_process"
+const decoyToken = "pgw_" + "D".repeat(43)
+// The decoy keeps a flat copy in its heap (a Buffer), never on its command line.
+const decoy = spawn(process.execPath, ["-e", "globalThis.k = Buffer.from('pgw_' + 'D'.repeat(43)); process.stdout.write('up'); setInterval(() => {}, 1000)"], { stdio: ["ignore", "pipe", "ignore"] })
+await new Promise((resolve) => decoy.stdout.once("data", resolve))
+const found = new Map()
+const PREFIX = Buffer.from("pgw_")
+const note = (where, buf) => {
+  for (let at = buf.indexOf(PREFIX); at >= 0; at = buf.indexOf(PREFIX, at + 1)) {
+    const m = /^pgw_[A-Za-z0-9_-]{43}/.exec(buf.subarray(at, at + 47).toString("latin1"))
+    if (m === null) continue
+    if (!found.has(m[0])) found.set(m[0], new Set())
+    found.get(m[0]).add(where)
+  }
+}
+const access = {}
+const self = String(process.pid)
+for (const pid of fs.readdirSync("/proc").filter((p) => /^\\d+$/.test(p) && p !== self)) {
+  const a = (access[pid] = { comm: "", environ: "denied", mem: "denied", fd: "denied" })
+  try { a.comm = fs.readFileSync("/proc/" + pid + "/comm", "utf8").trim() } catch {}
+  try { note("environ:" + pid, fs.readFileSync("/proc/" + pid + "/environ")); a.environ = "read" } catch (e) { a.environ = e.code }
+  try {
+    const maps = fs.readFileSync("/proc/" + pid + "/maps", "utf8")
+    const mem = fs.openSync("/proc/" + pid + "/mem", "r")
+    a.mem = "opened"
+    let bytes = 0
+    for (const line of maps.split("\\n")) {
+      // Where a process keeps what it learnt: writable or anonymous mappings (not the text of its binaries).
+      const m = /^([0-9a-f]+)-([0-9a-f]+) r(.)\\S* \\S+ \\S+ \\S+ *(.*)$/.exec(line)
+      if (m === null || (m[3] !== "w" && m[4] !== "")) continue
+      const start = parseInt(m[1], 16), end = parseInt(m[2], 16)
+      for (let at = start; at < end; at += 8 << 20) {
+        const buf = Buffer.allocUnsafe(Math.min(8 << 20, end - at) + 64)
+        let n = 0
+        // Reads 64 bytes past the chunk (within the mapping), so a token across two chunks is seen whole.
+        try { n = fs.readSync(mem, buf, 0, Math.min(buf.length, end - at), at) } catch { break }
+        bytes += n
+        note("mem:" + pid, buf.subarray(0, n))
+      }
+    }
+    fs.closeSync(mem)
+    if (bytes > 0) a.mem = "read"
+  } catch (e) { if (a.mem === "denied") a.mem = e.code }
+  try {
+    const fds = fs.readdirSync("/proc/" + pid + "/fd")
+    a.fd = "listed"
+    for (const fd of fds) {
+      try {
+        // Regular files only: reading a pipe would steal another process's bytes (libuv's signal
+        // pipe: its child exits would go unseen), and a reopened eventfd may block whatever the flags.
+        if (!fs.readlinkSync("/proc/" + pid + "/fd/" + fd).startsWith("/")) continue
+        const h = fs.openSync("/proc/" + pid + "/fd/" + fd, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK)
+        if (!fs.fstatSync(h).isFile()) { fs.closeSync(h); continue }
+        const buf = Buffer.alloc(1 << 20)
+        let n = 0
+        try { n = fs.readSync(h, buf, 0, buf.length, 0) } catch {}
+        fs.closeSync(h)
+        note("fd:" + pid + "/" + fd, buf.subarray(0, n))
+      } catch {}
+    }
+  } catch (e) { a.fd = e.code }
+}
+decoy.kill("SIGKILL")
+// The runner: this process's ancestor whose parent is pid 1 (bwrap's init).
+const parentOf = (pid) => { try { return Number(fs.readFileSync("/proc/" + pid + "/stat", "utf8").split(") ")[1].split(" ")[1]) } catch { return 0 } }
+let runnerPid = process.pid
+while (parentOf(runnerPid) > 1) runnerPid = parentOf(runnerPid)
+const tryToken = (token) => new Promise((resolve) => {
+  const req = http.request({ socketPath: process.env.PYNCHY_GATEWAY_SOCKET, path: "/v1/models", method: "GET", headers: { authorization: "Bearer " + token } }, (res) => { res.resume(); res.on("end", () => resolve(res.statusCode)) })
+  req.on("error", (e) => resolve(e.code))
+  req.end()
+})
+const candidates = []
+for (const [token, where] of found) candidates.push({ decoy: token === decoyToken, where: [...where].sort(), status: await tryToken(token) })
+// Exits at once: handles it reopened through /proc may keep the event loop waiting.
+process.stdout.write(JSON.stringify({ decoyPid: decoy.pid, runnerPid, access, candidates }) + "\\n", () => process.exit(0))
+`

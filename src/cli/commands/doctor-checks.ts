@@ -17,6 +17,7 @@ import { slackChecks } from "../../channels/slack/doctor.js"
 import { telegramChecks } from "../../channels/telegram/doctor.js"
 import { discordChecks } from "../../channels/discord/doctor.js"
 import { installCommand, isInstalled, OPTIONAL_PLUGINS } from "../../plugins/first-party.js"
+import { builtinCoreInfo } from "../../protocol/agent-cores.js"
 import { hostPackageRoot } from "../../plugins/paths.js"
 import { pluginChecks } from "./doctor-plugins.js"
 import { type BwrapProbe, bwrapProbe, choicesOf, type SandboxChoices, UNISOLATED_WARNING } from "../../sandbox/select.js"
@@ -121,6 +122,39 @@ export const optionalPluginChecks = (workspaces: ReadonlyArray<{ readonly id: st
       : { verdict: "ok", name: p.name, detail: `not installed (optional; install with \`${installCommand(p)}\`)` }
   })
 
+interface TokenWorkspace {
+  readonly id: string
+  readonly agentCore?: string | undefined
+  readonly sandbox?: { readonly runtime?: string | undefined } | undefined
+}
+
+/**
+ * Where a turn's tools can reach its gateway token (docs/sandbox.md, threat model): a plugin core
+ * (Claude Code among them) runs its own tool loop with the token by design, and the docker
+ * runtime does not start the runner non-dumpable. Named once per workspace; a workspace with a
+ * built-in core under bwrap is protected and says nothing.
+ */
+export const tokenExposureChecks = (config: { readonly containerRuntime: string; readonly workspaces: ReadonlyArray<TokenWorkspace> }): Array<Check> =>
+  config.workspaces.flatMap((w): Array<Check> => {
+    const runtime = w.sandbox?.runtime ?? config.containerRuntime
+    if (w.agentCore !== undefined && builtinCoreInfo(w.agentCore) === undefined) {
+      return [{
+        verdict: "ok",
+        name: "token",
+        detail: `workspace ${w.id}: agent core ${w.agentCore} runs its own tools with the turn token, so they can use it until the turn ends (by design: docs/agent-cores.md)`
+      }]
+    }
+    if (runtime === "docker") {
+      return [{
+        verdict: "warn",
+        name: "token",
+        detail: `workspace ${w.id}: under docker the runner is not made non-dumpable, so its tools can read the turn token from its memory`,
+        fix: "use bwrap (containerRuntime: auto or bwrap)"
+      }]
+    }
+    return []
+  })
+
 /** Runs every check and prints one line each: ok, warn or fail, plus how to fix. Exit 1 only on a fail. */
 export const runDoctor = Effect.gen(function* () {
   const checks: Array<Check> = [nodeCheck()]
@@ -163,6 +197,7 @@ export const runDoctor = Effect.gen(function* () {
   checks.push(yield* sandboxCheck(Either.isRight(loaded) ? loaded.right.config : { containerRuntime: "auto", workspaces: [] }))
   if (Either.isRight(loaded)) checks.push(...(yield* providerChecks(loaded.right)), ...(yield* pluginChecks(loaded.right)))
   checks.push(...optionalPluginChecks(Either.isRight(loaded) ? loaded.right.config.workspaces : []))
+  if (Either.isRight(loaded)) checks.push(...tokenExposureChecks(loaded.right.config))
   if (Either.isRight(loaded)) checks.push(...(yield* telegramChecks(loaded.right.config, loaded.right.dataDir)))
   if (Either.isRight(loaded)) checks.push(...(yield* slackChecks(loaded.right.config)))
   if (Either.isRight(loaded)) checks.push(...(yield* discordChecks(loaded.right.config, loaded.right.dataDir)))

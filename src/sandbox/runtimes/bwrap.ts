@@ -2,15 +2,20 @@
  * The default sandbox: bubblewrap. Read-only /usr, the workspace and session folders read-write,
  * skills read-only, a private /tmp, every namespace unshared (no network: only `lo`), a cleared
  * environment, all capabilities dropped, a seccomp filter (seccomp.ts), killed with its parent.
- * The IPC and gateway sockets (both the sandbox's own) are the only ways out, bind-mounted as files. Secrets (the turn
- * token) travel on fd 3, never argv. When the host is root the sandbox runs as an unprivileged
- * host user (src/system/sandbox-user.ts), reached through the launcher (launcher.ts).
+ * The IPC and gateway sockets (both the sandbox's own) are the only ways out, bind-mounted as
+ * files. The arguments travel on fd 3, never argv; the turn token is not among them (it comes over
+ * IPC, because bwrap's init, pid 1 inside, keeps its arguments in memory the agent may read). The
+ * runner is executed from an exec-only copy of node, so it is not dumpable and its tools cannot
+ * read it (exec-only.ts). When the host is root the sandbox runs as an unprivileged host user
+ * (src/system/sandbox-user.ts), reached through the launcher (launcher.ts).
  */
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { CORE_INSIDE, ENTRY_INSIDE, HOME_INSIDE, isSafeName, PACKAGES_INSIDE, runnerEnv, SANDBOX_PATHS, type SandboxRuntime, type SandboxSpec } from "../runtime.js"
+import { UNTRACEABLE_ENV } from "../../protocol/ipc.js"
+import { CORE_INSIDE, ENTRY_INSIDE, HOME_INSIDE, isSafeName, NODE_INSIDE, PACKAGES_INSIDE, runnerEnv, SANDBOX_PATHS, type SandboxRuntime, type SandboxSpec } from "../runtime.js"
 import { type CgroupResult, makeCgroup, sweepCgroups } from "./cgroup.js"
+import { execOnlyNode } from "./exec-only.js"
 import { launch, launcherSupported, PERL, STAGE_DIR } from "./launcher.js"
 import { killProcess, LAUNCH_MARKER, processAlive } from "./procinfo.js"
 import { giveToSandbox, sandboxUser } from "../../system/sandbox-user.js"
@@ -37,12 +42,14 @@ export interface HostMount {
   readonly dir: boolean
 }
 
-export const hostMounts = (spec: SandboxSpec, node: string): Array<HostMount> => {
+/** `runnerNode`: the exec-only copy of `node` the runner runs from, mounted at NODE_INSIDE. */
+export const hostMounts = (spec: SandboxSpec, node: string, runnerNode?: string): Array<HostMount> => {
   const mounts: Array<HostMount> = []
   // A node installed outside /usr (nvm, a tarball) is mounted read-only where it lives.
   const prefix = path.dirname(path.dirname(node))
   if (!node.startsWith("/usr/")) mounts.push({ source: prefix, dest: prefix, writable: false, dir: true })
   mounts.push(
+    ...(runnerNode !== undefined ? [{ source: runnerNode, dest: NODE_INSIDE, writable: false, dir: false }] : []),
     { source: spec.entry, dest: ENTRY_INSIDE, writable: false, dir: false },
     ...(spec.coreModule !== undefined ? [{ source: spec.coreModule, dest: CORE_INSIDE, writable: false, dir: false }] : []),
     ...(spec.corePackages !== undefined ? [{ source: spec.corePackages, dest: PACKAGES_INSIDE, writable: false, dir: true }] : []),
@@ -70,6 +77,8 @@ export interface BwrapArgsOptions {
   readonly staged?: boolean
   /** The descriptor of the seccomp program. */
   readonly seccompFd?: number
+  /** The exec-only node the runner runs from (mounted at NODE_INSIDE; the runner is told to check it is untraceable). */
+  readonly runnerNode?: string
 }
 
 /** The bwrap arguments (without the program). Exported for the docs and the security tests. */
@@ -89,7 +98,7 @@ export const bwrapArgs = (spec: SandboxSpec, node: string, options: BwrapArgsOpt
     "--tmpfs", "/tmp",
     "--dir", SANDBOX_PATHS.PYNCHY_SKILLS_DIR
   ]
-  hostMounts(spec, node).forEach((m, i) => args.push(m.writable ? "--bind" : "--ro-bind", options.staged === true ? stagedPath(i) : m.source, m.dest))
+  hostMounts(spec, node, options.runnerNode).forEach((m, i) => args.push(m.writable ? "--bind" : "--ro-bind", options.staged === true ? stagedPath(i) : m.source, m.dest))
   args.push(
     "--remount-ro", "/",
     "--unshare-all",
@@ -106,6 +115,7 @@ export const bwrapArgs = (spec: SandboxSpec, node: string, options: BwrapArgsOpt
   )
   if (options.seccompFd !== undefined) args.push("--seccomp", String(options.seccompFd))
   for (const [k, v] of Object.entries(runnerEnv(spec, SANDBOX_PATHS, SANDBOX_PATHS.PYNCHY_SESSION_DIR))) args.push("--setenv", k, v)
+  if (options.runnerNode !== undefined) args.push("--setenv", UNTRACEABLE_ENV, "1")
   return args
 }
 
@@ -120,6 +130,15 @@ const resolveCommand = (cmd: string): string => {
 
 type Probe = { readonly ok: boolean; readonly reason?: string }
 
+/** The dumpable value an exec of an unreadable file gives (exec-only.ts): 1 would leave the runner traceable. */
+const suidDumpable = (): string | undefined => {
+  try {
+    return fs.readFileSync("/proc/sys/fs/suid_dumpable", "utf8").trim()
+  } catch {
+    return undefined
+  }
+}
+
 /**
  * Whether bwrap can start a sandbox here: one real launch of `/usr/bin/true`, made once per
  * process (the first caller's launch; the others wait for it). It runs as a child process, so
@@ -132,6 +151,7 @@ const probe = (bwrap: string): Promise<Probe> => {
   if (!fs.existsSync(bwrap)) return Promise.resolve({ ok: false, reason: "bwrap is not installed (apt-get install bubblewrap)" })
   if (!fs.existsSync(PERL)) return Promise.resolve({ ok: false, reason: `the bwrap launcher needs ${PERL} (Debian's perl-base)` })
   if (!launcherSupported() || seccompProgram() === undefined) return Promise.resolve({ ok: false, reason: `no seccomp filter for ${process.arch}` })
+  if (suidDumpable() === "1") return Promise.resolve({ ok: false, reason: "fs.suid_dumpable is 1, so the runner's tools could read its memory and the turn token: set it to 0 (sysctl fs.suid_dumpable=0)" })
   return new Promise((resolve) => {
     try {
       // The real path: the launcher (and, as root, the drop to the sandbox user) then an unprivileged bwrap.
@@ -158,6 +178,7 @@ export const make = (options: BwrapOptions = {}): SandboxRuntime => {
         swept = true
         sweepCgroups()
       }
+      const runnerNode = execOnlyNode(node, spec.runtimeDir)
       const user = sandboxUser()
       if (user !== undefined) {
         // The agent's folders become the sandbox user's; the host-only files it reads are handed
@@ -172,13 +193,13 @@ export const make = (options: BwrapOptions = {}): SandboxRuntime => {
       const limits: CgroupResult = makeCgroup(`pynchy-${spec.sandboxId}`, { memoryMb: spec.memoryMb, maxProcesses: spec.maxProcesses })
       if (limits._tag === "Skipped" && (spec.memoryMb !== undefined || spec.maxProcesses !== undefined)) options.onLimitsSkipped?.(limits.reason)
       const cgroup = limits._tag === "Limited" ? limits.cgroup : undefined
-      const stage = user === undefined ? [] : hostMounts(spec, node).map((m, i) => ({ source: m.source, name: `m${i}`, dir: m.dir }))
-      const l = launch({ procsFiles: cgroup?.procsFiles ?? [], user, stage }, bwrap, ["--args", "3", node, ENTRY_INSIDE])
+      const stage = user === undefined ? [] : hostMounts(spec, node, runnerNode).map((m, i) => ({ source: m.source, name: `m${i}`, dir: m.dir }))
+      const l = launch({ procsFiles: cgroup?.procsFiles ?? [], user, stage }, bwrap, ["--args", "3", NODE_INSIDE, ENTRY_INSIDE])
       try {
         return await spawnSandbox({
           command: l.command,
           args: l.args,
-          argsFd: bwrapArgs(spec, node, { staged: user !== undefined, seccompFd: SECCOMP_FD }),
+          argsFd: bwrapArgs(spec, node, { staged: user !== undefined, seccompFd: SECCOMP_FD, runnerNode }),
           dataFds: [seccomp],
           env: { ...LAUNCH_ENV },
           cwd: "/",
