@@ -71,16 +71,21 @@ const problemOf = (e: unknown, phase: "start" | "call", name: string, closed: bo
 }
 
 /**
- * Starts the server with exactly `launch.env` (plus PATH and HOME) in `cwd`, and lists its tools.
+ * Starts the server with exactly `launch.env` (plus PATH and HOME, nothing else) in `cwd`, and lists its tools.
  * An abort (a caller's deadline) closes it, so nothing is left running.
  */
 export const connectMcp = async (launch: McpLaunch, cwd: string, nodePath: string, signal?: AbortSignal): Promise<McpConnection> => {
-  const [{ Client }, { StdioClientTransport }] = await Promise.all([import("@modelcontextprotocol/sdk/client/index.js"), import("@modelcontextprotocol/sdk/client/stdio.js")])
+  const [{ Client }, { StdioClientTransport, getDefaultEnvironment }] = await Promise.all([import("@modelcontextprotocol/sdk/client/index.js"), import("@modelcontextprotocol/sdk/client/stdio.js")])
   const timeout = launch.timeoutSeconds * 1000
+  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? cwd, ...launch.env }
+  // The SDK starts the server with its defaults (HOME, LOGNAME, PATH, SHELL, TERM, USER) under the
+  // env it is given; node's spawn leaves out a name whose value is undefined, so each default the
+  // launch does not set is unset that way, and the server gets exactly `env`.
+  const unset = Object.fromEntries(Object.keys(getDefaultEnvironment()).filter((k) => !(k in env)).map((k) => [k, undefined]))
   const transport = new StdioClientTransport({
     command: launch.command === "node" ? nodePath : launch.command,
     args: [...launch.args],
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? cwd, ...launch.env },
+    env: { ...unset, ...env } as Record<string, string>,
     cwd,
     stderr: "ignore"
   })
