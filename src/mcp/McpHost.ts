@@ -26,7 +26,9 @@ import type { McpLaunchSpec, ToolSpec, UnavailableServer } from "../protocol/ipc
 export class McpFailed extends Schema.TaggedError<McpFailed>()("McpFailed", {
   server: Schema.String,
   code: McpFailureCode,
-  reason: Schema.String
+  reason: Schema.String,
+  /** What a server that is gone last wrote to stderr (redacted): for the host's log, not the agent. */
+  stderr: Schema.optional(Schema.String)
 }) {}
 
 /** A call whose input breaks the tool's `inputSchema` (problems name the path and rule, never the value). */
@@ -98,8 +100,12 @@ export declare namespace McpHost {
 
 const failedFrom = (server: string, e: unknown) =>
   e instanceof McpProblem && Schema.is(McpFailureCode)(e.code)
-    ? new McpFailed({ server, code: e.code, reason: e.message })
+    ? new McpFailed({ server, code: e.code, reason: e.message, ...(e.stderrTail !== undefined ? { stderr: e.stderrTail } : {}) })
     : new McpFailed({ server, code: "mcp_call_failed", reason: `MCP server '${server}' failed` })
+
+/** A server that died is logged with the tail of its stderr. */
+const logDeath = (f: McpFailed) =>
+  f.stderr === undefined ? Effect.void : Effect.logWarning("MCP server is gone").pipe(Effect.annotateLogs({ server: f.server, code: f.code, stderr: f.stderr }))
 
 /** The servers of config and plugins, or every clash and unknown name of the configured workspaces. */
 export const declaredServers = (configured: ReadonlyArray<McpServerSpec>, contributed: ReadonlyArray<{ readonly plugin: string; readonly value: McpServerSpec }>, workspaces: ReadonlyArray<Workspace>) => {
@@ -148,6 +154,7 @@ const ownDir = (dir: string) =>
 const start = (spec: McpServerSpec, cwd: string) =>
   Effect.flatMap(Effect.zipRight(ownDir(cwd), envOf(spec)), (env) =>
     Effect.tryPromise({ try: (signal) => connectMcp(launchOf(spec, env), cwd, process.execPath, signal), catch: (e) => failedFrom(spec.name, e) }).pipe(
+      Effect.tapError(logDeath),
       Effect.timeoutFail({
         duration: Duration.seconds(spec.timeoutSeconds),
         onTimeout: () => new McpFailed({ server: spec.name, code: "mcp_start_timeout", reason: `MCP server '${spec.name}' did not start within ${spec.timeoutSeconds}s` })
@@ -241,6 +248,7 @@ export class McpHost extends Context.Tag("pynchy/McpHost")<McpHost, McpHost.Serv
       const { spec, tool } = target
       const c = yield* checked(target, input)
       const answer = yield* Effect.tryPromise({ try: (signal) => c.call(tool, input, signal), catch: (e) => failedFrom(spec.name, e) }).pipe(
+        Effect.tapError(logDeath),
         Effect.timeoutFail({
           duration: Duration.seconds(spec.timeoutSeconds),
           onTimeout: () => new McpFailed({ server: spec.name, code: "mcp_call_timeout", reason: `MCP server '${spec.name}' did not answer within ${spec.timeoutSeconds}s` })

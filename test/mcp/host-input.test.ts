@@ -8,7 +8,7 @@
  * only what docs/plugins/hooks.md lists (PATH, HOME and its declared `env`), not SHELL or TERM.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Either, Layer } from "effect"
+import { Effect, Either, HashMap, Layer, Logger } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -23,6 +23,12 @@ import { PluginRegistry } from "../../src/plugins/PluginRegistry.js"
 import { tempDir } from "../support/db.js"
 
 const RECORDING_SERVER = path.resolve(import.meta.dirname, "../fixtures/mcp/recording-server.mjs")
+const ECHO_SERVER = path.resolve(import.meta.dirname, "../fixtures/mcp/echo-server.mjs")
+
+const hostOf = (dataDir: string, mcpServers: ReadonlyArray<unknown>) => {
+  const config = Either.getOrThrow(decodeConfig({ dataDir, mcpServers, workspaces: [{ id: "main", mcpServers: ["files"] }] }, "test"))
+  return Layer.provideMerge(McpHost.layer, Layer.provideMerge(PluginRegistry.layerWith({ root: os.tmpdir(), builtins: BUILTINS }), HostConfig.layerFrom(config)))
+}
 
 const ws = Workspace.make({ id: WorkspaceId.make("main"), mcpServers: ["files"] })
 const ctx = { turnId: 1, conversationId: "test:room" }
@@ -50,12 +56,7 @@ describe("host MCP servers against a hostile agent", () => {
       const dataDir = tempDir()
       const record = path.join(tempDir(), "received.jsonl")
       fs.writeFileSync(record, "")
-      const config = Either.getOrThrow(decodeConfig({
-        dataDir,
-        mcpServers: [{ name: "files", command: "node", args: [RECORDING_SERVER, record], where: "host", env: ["PYNCHY_MCP_FIXTURE_SECRET"] }],
-        workspaces: [{ id: "main", mcpServers: ["files"] }]
-      }, "test"))
-      const layer = Layer.provideMerge(McpHost.layer, Layer.provideMerge(PluginRegistry.layerWith({ root: os.tmpdir(), builtins: BUILTINS }), HostConfig.layerFrom(config)))
+      const layer = hostOf(dataDir, [{ name: "files", command: "node", args: [RECORDING_SERVER, record], where: "host", env: ["PYNCHY_MCP_FIXTURE_SECRET"] }])
       const { actions, mcp } = yield* Effect.flatMap(McpHost, (mcp) => Effect.map(buildHostActions([], [], { mcp }), (actions) => ({ actions, mcp }))).pipe(Effect.provide(Approvals.layerNone), Effect.provide(layer))
 
       // A tool whose schema does not compile is not offered, and a call to it is refused all the same.
@@ -83,5 +84,22 @@ describe("host MCP servers against a hostile agent", () => {
       const own = path.join(dataDir, "mcp", "files")
       assert.deepStrictEqual({ cwd: seen.cwd, mode: seen.mode }, { cwd: fs.realpathSync(own), mode: "700" })
       assert.deepStrictEqual(seen.env, ["HOME", "PATH", "PYNCHY_MCP_FIXTURE_SECRET"])
+    }))
+
+  it.scopedLive("a host server that dies is logged with the redacted tail of its stderr; the agent gets the code, not the host's log", () =>
+    Effect.gen(function* () {
+      yield* withEnv({ PYNCHY_MCP_FIXTURE_SECRET: "hunter2-host-secret" })
+      const logged: Array<{ message: unknown; stderr: unknown }> = []
+      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ annotations, message }) => {
+        logged.push({ message, stderr: HashMap.get(annotations, "stderr").pipe((o) => (o._tag === "Some" ? o.value : undefined)) })
+      }))
+      const layer = hostOf(tempDir(), [{ name: "files", command: "node", args: [ECHO_SERVER, "crash-loud"], where: "host", env: ["PYNCHY_MCP_FIXTURE_SECRET"] }])
+      const actions = yield* Effect.flatMap(McpHost, (mcp) => buildHostActions([], [], { mcp })).pipe(Effect.provide(Approvals.layerNone), Effect.provide(layer))
+      const died = yield* Effect.flip(actions.call(ws, "files__echo", { text: "x" }, ctx).pipe(Effect.provide(capture)))
+      assert.deepStrictEqual([died.code, died.reason], ["mcp_server_exited", "MCP server 'files' exited"])
+      const line = logged.find((l) => typeof l.stderr === "string")
+      assert.isDefined(line, "a log line with the server's stderr")
+      assert.include(String(line!.stderr), "fixture crashed: cannot open the notes db (secret [redacted], key [redacted])")
+      assert.notInclude(JSON.stringify(logged), "hunter2-host-secret")
     }))
 })
