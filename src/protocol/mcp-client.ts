@@ -5,7 +5,7 @@
  * server can fail is an `McpProblem` with a code the model reads; nothing here throws anything else.
  */
 import type { Stream } from "node:stream"
-import { redactText } from "../protocol/redact-text.js"
+import { redactText } from "./redact-text.js"
 
 /** A server as it is started: the values of its env are already resolved. */
 export interface McpLaunch {
