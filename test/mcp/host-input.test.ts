@@ -57,7 +57,7 @@ describe("host MCP servers against a hostile agent", () => {
       const record = path.join(tempDir(), "received.jsonl")
       fs.writeFileSync(record, "")
       const layer = hostOf(dataDir, [{ name: "files", command: "node", args: [RECORDING_SERVER, record], where: "host", env: ["PYNCHY_MCP_FIXTURE_SECRET"] }])
-      const { actions, mcp } = yield* Effect.flatMap(McpHost, (mcp) => Effect.map(buildHostActions([], [], { mcp }), (actions) => ({ actions, mcp }))).pipe(Effect.provide(Approvals.layerNone), Effect.provide(layer))
+      const { actions, mcp } = yield* Effect.flatMap(McpHost, (mcp) => Effect.map(buildHostActions([], [], { mcp }), (actions) => ({ actions, mcp }))).pipe(Effect.provide(Layer.merge(Approvals.layerNone, layer)))
 
       // A tool whose schema does not compile is not offered, and a call to it is refused all the same.
       assert.deepStrictEqual((yield* mcp.forTurn(ws)).tools.map((t) => t.name), ["files__list_dir", "files__whoami"])
@@ -94,7 +94,7 @@ describe("host MCP servers against a hostile agent", () => {
         logged.push({ message, stderr: HashMap.get(annotations, "stderr").pipe((o) => (o._tag === "Some" ? o.value : undefined)) })
       }))
       const layer = hostOf(tempDir(), [{ name: "files", command: "node", args: [ECHO_SERVER, "crash-loud"], where: "host", env: ["PYNCHY_MCP_FIXTURE_SECRET"] }])
-      const actions = yield* Effect.flatMap(McpHost, (mcp) => buildHostActions([], [], { mcp })).pipe(Effect.provide(Approvals.layerNone), Effect.provide(layer))
+      const actions = yield* Effect.flatMap(McpHost, (mcp) => buildHostActions([], [], { mcp })).pipe(Effect.provide(Layer.merge(Approvals.layerNone, layer)))
       const died = yield* Effect.flip(actions.call(ws, "files__echo", { text: "x" }, ctx).pipe(Effect.provide(capture)))
       assert.deepStrictEqual([died.code, died.reason], ["mcp_server_exited", "MCP server 'files' exited"])
       const line = logged.find((l) => typeof l.stderr === "string")
