@@ -10,7 +10,7 @@ import { Clock, Context, Duration, Effect, Either, Layer, Option, Schema } from 
 import { ConversationId, TurnId } from "../domain/ids.js"
 import { McpFailureCode } from "../domain/mcp.js"
 import type { Workspace } from "../domain/workspace.js"
-import { McpHost, type McpToolTarget } from "../mcp/McpHost.js"
+import { type McpFailed, McpHost, type McpInputInvalid, type McpToolTarget } from "../mcp/McpHost.js"
 import type { ActionSpec, RiskTier, ServiceHandler } from "../contracts/plugin.js"
 import { PluginRegistry } from "../plugins/PluginRegistry.js"
 import { toolNameOf, type ToolSpec } from "../protocol/ipc.js"
@@ -167,12 +167,17 @@ export const buildHostActions = (
       if (verdict !== "approved") return yield* refuse("approval_required", "approval timed out")
     })
 
-    /** A host MCP server's tool: policy at the server's risk tier, then the call under its deadline. */
+    /**
+     * A host MCP server's tool: its input checked against the tool's own schema, policy at the
+     * server's risk tier, then the call (checked again by McpHost, which never sends what fails) under its deadline.
+     */
     const callMcp = Effect.fnUntraced(function* (workspace: Workspace, target: McpToolTarget, input: unknown, context: ActionCallContext) {
-      const action = `${target.spec.name}.${target.tool}`
+      const action = `${target.spec.name}.${target.tool.slice(0, 64)}`
       const refuse = (code: RefusalCode, reason: string) => new ActionRefused({ action, code, reason })
+      const refusal = (f: McpFailed | McpInputInvalid) => (f._tag === "McpInputInvalid" ? refuse("invalid_input", f.problems.join("; ")) : refuse(f.code, f.reason))
+      yield* mcp.check(target, input).pipe(Effect.mapError(refusal))
       yield* admitted(workspace, action, target.spec.risk, input, context, refuse)
-      const output = yield* mcp.call(target, input).pipe(Effect.mapError((f) => refuse(f.code, f.reason)))
+      const output = yield* mcp.call(target, input).pipe(Effect.mapError(refusal))
       yield* Effect.logInfo("MCP tool ran").pipe(Effect.annotateLogs({ action, workspace: workspace.id, turn: context.turnId }))
       return output
     })

@@ -2,7 +2,9 @@
  * The turn's sandbox MCP servers, run by the runner: each started once per turn inside the
  * sandbox (in /workspace, over stdio), their tools offered as `<server>__<tool>`. A server that
  * does not start is named to the model in the system prompt; one that crashes or hangs on a call
- * is that call's tool error. Nothing here fails the turn.
+ * is that call's tool error. Nothing here fails the turn. A server that died says why: the tail of
+ * its stderr (redacted, src/agent/mcp-client.ts) is in the call's tool error and, with a start
+ * failure's, in the runner's stderr, which is the host-only runner.log.
  */
 import type { McpLaunchSpec, UnavailableServer } from "../protocol/ipc.js"
 import type { OfferedTool, ToolOutcome } from "./cores/types.js"
@@ -17,6 +19,11 @@ export interface TurnMcp {
   readonly close: () => Promise<void>
 }
 
+/** One JSON line in runner.log (host-only) with what a dead server last wrote. */
+const logTail = (server: string, p: McpProblem) => {
+  if (p.stderrTail !== undefined) process.stderr.write(`${JSON.stringify({ kind: "mcp_server_stderr", server, code: p.code, stderr: p.stderrTail })}\n`)
+}
+
 export const startTurnMcp = async (launches: ReadonlyArray<McpLaunchSpec>, hostUnavailable: ReadonlyArray<UnavailableServer>, cwd: string): Promise<TurnMcp> => {
   const started = await Promise.allSettled(launches.map((l) => connectMcp(l, cwd, process.execPath)))
   const connections: Array<McpConnection> = []
@@ -27,6 +34,7 @@ export const startTurnMcp = async (launches: ReadonlyArray<McpLaunchSpec>, hostU
     const server = launches[i]!.name
     if (s.status === "rejected") {
       const p = s.reason instanceof McpProblem ? s.reason : new McpProblem("mcp_start_failed", `MCP server '${server}' could not be started`)
+      logTail(server, p)
       unavailable.push({ server, code: p.code, reason: p.message })
       return
     }
@@ -46,7 +54,8 @@ export const startTurnMcp = async (launches: ReadonlyArray<McpLaunchSpec>, hostU
         (answer): ToolOutcome => ({ ok: answer.ok, output: answer.text }),
         (e): ToolOutcome => {
           const p = e instanceof McpProblem ? e : new McpProblem("mcp_call_failed", "the MCP call failed")
-          return { ok: false, output: { code: p.code, message: p.message } }
+          logTail(offered.slice(0, offered.indexOf("__")), p)
+          return { ok: false, output: { code: p.code, message: p.message, ...(p.stderrTail !== undefined ? { stderr: p.stderrTail } : {}) } }
         }
       )
     },

@@ -1,37 +1,16 @@
 /**
  * The gateway's only way to turn untrusted text into something a log line, an event, an error or
  * a client response may carry: credential headers and key-like strings are masked, and so is
- * every configured provider key, wherever it appears.
+ * every configured provider key, wherever it appears. Text is masked by src/protocol/redact-text.ts.
  */
 import { Effect } from "effect"
+import { REDACTED, redactText } from "../protocol/redact-text.js"
 
-export const REDACTED = "[redacted]"
+export { REDACTED, redactText }
 
 const secretHeaders = new Set(["authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie", "x-goog-api-key"])
 
-/** Key-like: provider key prefixes, bearer values, our own tokens, and any long opaque run. */
-const keyLike = [
-  /\b(?:sk|pk|rk)-[A-Za-z0-9_-]{6,}/g,
-  /\bsk_[A-Za-z0-9_-]{6,}/g,
-  /\bpgw_[A-Za-z0-9_-]+/g,
-  /\b(Bearer|Basic)\s+[^\s"',;]+/gi,
-  /\b(?:AKIA|ghp_|gho_|xox[abpr]-|AIza)[A-Za-z0-9_-]{8,}/g,
-  /[A-Za-z0-9_+/=-]{40,}/g
-]
-
 export const isSecretHeader = (name: string): boolean => secretHeaders.has(name.toLowerCase())
-
-/** Masks key-like strings (and `known` secrets verbatim) in free text. */
-export const redactText = (text: string, known: ReadonlyArray<string> = []): string => {
-  let out = text
-  for (const secret of known) if (secret.length > 0 && out.includes(secret)) out = out.split(secret).join(REDACTED)
-  for (const re of keyLike) {
-    out = out.replace(re, (_m, scheme?: string) =>
-      typeof scheme === "string" && /^(bearer|basic)$/i.test(scheme) ? `${scheme} ${REDACTED}` : REDACTED
-    )
-  }
-  return out
-}
 
 /** A copy of the headers with credential headers masked and other values redacted as text. */
 export const redactHeaders = (

@@ -24,6 +24,8 @@ export interface TurnRun {
   readonly upstream: Upstream
   readonly workspaceDir: string
   readonly sessionDir: string
+  /** The host-only folder (its `runner.log` holds the runner's stderr). */
+  readonly hostDir: string
   /** The turn token the runner got (to prove no tool result holds it). */
   readonly token: string
   readonly ms: number

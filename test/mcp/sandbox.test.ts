@@ -7,6 +7,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import type { Hit } from "../gateway/support.js"
 import { runTurn, spoken } from "../agent/harness.js"
 import { openaiStream, type StreamedCall } from "../agent/sse.js"
@@ -58,6 +60,28 @@ describe.skipIf(skipWithout("bwrap", "apt-get install bubblewrap"))("MCP servers
       assert.strictEqual(crashed.code, "mcp_server_exited")
       assert.strictEqual(after.code, "mcp_server_exited")
       assert.strictEqual(hung.code, "mcp_call_timeout")
+      assert.deepStrictEqual(spoken(run).at(-1), "reply:done")
+    }))
+
+  it.scopedLive("a server that dies says why: the last 2 KB of its stderr, redacted, in the tool error and the runner's log", () =>
+    Effect.gen(function* () {
+      const secret = "hunter2-notes-secret"
+      const run = yield* runTurn({
+        spec: { sandboxTools: [], mcpServers: [{ ...sandboxLaunch("loud", "crash-loud"), env: { PYNCHY_MCP_FIXTURE_SECRET: secret } }] },
+        workspace: copyInto,
+        script: rounds([{ id: "c1", name: "loud__echo", input: { text: "x" } }])
+      })
+      const [died] = toolResults(run.upstream.hits[1]!).map((r) => JSON.parse(r.replace(/^error: /, "")))
+      assert.strictEqual(died.code, "mcp_server_exited")
+      const tail: string = died.stderr
+      assert.include(tail, "fixture crashed: cannot open the notes db (secret [redacted], key [redacted])")
+      assert.isAtMost(Buffer.byteLength(tail), 2048)
+      assert.isFalse(tail.startsWith("noise noise"), "the tail, not the head")
+      for (const leak of [secret, "sk-live-", "\u001b", "\u0007"]) assert.notInclude(tail, leak)
+      const log = fs.readFileSync(path.join(run.hostDir, "runner.log"), "utf8")
+      assert.include(log, "fixture crashed: cannot open the notes db (secret [redacted], key [redacted])")
+      assert.include(log, "loud")
+      assert.notInclude(log, secret)
       assert.deepStrictEqual(spoken(run).at(-1), "reply:done")
     }))
 

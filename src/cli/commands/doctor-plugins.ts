@@ -1,37 +1,54 @@
 /**
- * The doctor's checks of what plugins and config add: each MCP server started once on this host
- * and its tools listed; each tunnel detected, and the public URL when one is present.
+ * The doctor's checks of what plugins and config add: each host MCP server started once and its
+ * tools listed, each sandbox MCP server's paths looked up as its sandbox would; each tunnel detected, and the public URL when one is present.
  */
 import { Effect, Layer } from "effect"
 import { detectTunnels, publicUrl, type TunnelReport } from "../../tunnels/detect.js"
 import { HostConfig } from "../../config/HostConfig.js"
 import { McpHost } from "../../mcp/McpHost.js"
+import { checkSandboxServer } from "../../mcp/sandbox-check.js"
 import { PluginRegistry } from "../../plugins/PluginRegistry.js"
 import type { Check } from "./doctor-checks.js"
 import { BUILTINS } from "../../builtins/list.js"
 
 /**
- * Every MCP server started once here, listed and stopped. A sandbox server is started on the host
- * for the check (its turns start it in the sandbox), so its failure here is only a warning.
+ * A host server is started once here, its tools listed (with any whose schema does not compile)
+ * and stopped. A sandbox server is not started: it runs only in a turn's sandbox, so its paths are
+ * looked up where that sandbox would find them (src/mcp/sandbox-check.ts).
  */
-const mcpChecks = Effect.gen(function* () {
+const mcpChecks = (host: HostConfig.Service) => Effect.gen(function* () {
     const mcp = yield* McpHost
-    return yield* Effect.forEach(mcp.servers, ({ source, spec }) =>
-      mcp.inspect(spec).pipe(
+    return yield* Effect.forEach(mcp.servers, ({ source, spec }) => {
+      const label = `${spec.name} (${spec.where}, from ${source})`
+      if (spec.where === "sandbox") {
+        const { problems, workspaces } = checkSandboxServer(spec, host.config.workspaces, host.dataDir)
+        return Effect.succeed<Check>(problems.length === 0
+          ? { verdict: "ok", name: "mcp", detail: `${label}: its command and paths are where the sandbox looks (${workspaces.length > 0 ? `workspaces: ${workspaces.join(", ")}` : "no configured workspace lists it"}); not started: it runs in each turn's sandbox` }
+          : { verdict: "fail", name: "mcp", detail: `${label}: ${problems.join("; ")}`, fix: `check mcpServers '${spec.name}': a sandbox sees /usr and the workspace folder at /workspace only` })
+      }
+      return mcp.inspect(spec).pipe(
         Effect.match({
-          onSuccess: (tools): Check => ({
-            verdict: "ok",
-            name: "mcp",
-            detail: `${spec.name} (${spec.where}, from ${source}): ${tools.length} tool(s): ${tools.map((t) => t.offered).join(", ") || "none"}`
-          }),
+          onSuccess: (tools): Check => {
+            const vague = tools.filter((t) => t.schemaProblem !== undefined)
+            const offered = tools.filter((t) => t.schemaProblem === undefined)
+            return vague.length === 0
+              ? { verdict: "ok", name: "mcp", detail: `${label}: ${offered.length} tool(s): ${offered.map((t) => t.offered).join(", ") || "none"}` }
+              : {
+                verdict: "warn",
+                name: "mcp",
+                detail: `${label}: ${offered.length} tool(s): ${offered.map((t) => t.offered).join(", ") || "none"}; not offered, input schema does not compile: ${vague.map((t) => `${t.name} (${t.schemaProblem})`).join(", ")}`,
+                fix: "a tool's inputSchema must be JSON Schema draft-07 that ajv compiles in strict mode"
+              }
+          },
           onFailure: (f): Check => ({
-            verdict: spec.where === "host" ? "fail" : "warn",
+            verdict: "fail",
             name: "mcp",
-            detail: `${spec.name} (${spec.where}, from ${source}): ${f.code}: ${f.reason}${spec.where === "sandbox" ? " (started on this host for the check)" : ""}`,
+            detail: `${label}: ${f.code}: ${f.reason}`,
             fix: `check mcpServers '${spec.name}': its command, args and env`
           })
         })
-      ), { concurrency: 4 })
+      )
+    }, { concurrency: 4 })
   })
 
 /** One line per tunnel: present or absent is not a problem; a detector that fails or hangs is. */
@@ -52,7 +69,7 @@ const tunnelChecks = Effect.flatMap(PluginRegistry, (registry) => Effect.map(det
 
 /** The MCP and tunnel checks over the plugins and config; plugins that do not load are one fail. */
 export const pluginChecks = (host: HostConfig.Service): Effect.Effect<ReadonlyArray<Check>> =>
-  Effect.map(Effect.all([mcpChecks, tunnelChecks], { concurrency: "unbounded" }), ([mcp, tunnels]) => [...mcp, ...tunnels]).pipe(
+  Effect.map(Effect.all([mcpChecks(host), tunnelChecks], { concurrency: "unbounded" }), ([mcp, tunnels]) => [...mcp, ...tunnels]).pipe(
     Effect.provide(Layer.provideMerge(McpHost.layer, PluginRegistry.layerWith({ builtins: BUILTINS })).pipe(Layer.provide(Layer.succeed(HostConfig, host)))),
     Effect.catchAll((e) => Effect.succeed<ReadonlyArray<Check>>([{ verdict: "fail", name: "plugins", detail: e.message, fix: "run `pynchy plugins` and `pynchy config check`" }]))
   )
