@@ -13,7 +13,7 @@ import { type ConfigInvalid, HostConfig } from "../config/HostConfig.js"
 import { readTokenHashes } from "../config/token-hashes.js"
 import { Problem } from "../domain/errors.js"
 import { type GatewayConfigInvalid, readProviderKey, resolveCatalog } from "../gateway/catalog.js"
-import { connectionsRouted, routeProblems } from "../plugins/connections.js"
+import { connectionsRouted, routeProblems, undeclaredRouteProblems } from "../plugins/connections.js"
 import type { PluginContributionsInvalid, PluginFault } from "../plugins/errors.js"
 import { declaredServers } from "../mcp/McpHost.js"
 import { joinWorkspaces, routeWorkspaceProblems } from "../plugins/workspaces.js"
@@ -72,6 +72,7 @@ const plugins: PreflightCheck = {
       ...(Either.isLeft(servers) ? servers.left.problems.map((reason) => Problem.make({ path: "mcpServers", reason })) : []),
       ...problems,
       ...routeProblems(host.config, registry).filter((p) => !refused.has(host.config.routes[Number(p.path.split(".")[1])]?.connection)),
+      ...undeclaredRouteProblems(host.config, registry),
       ...joined.problems,
       ...routeWorkspaceProblems(host.config, joined.workspaces)
     ]

@@ -47,30 +47,42 @@ export const routedRuntimes = async <S, R>(
 }
 
 /**
- * Enabled routes whose messages would never arrive: to a connection declared in `connections:`
- * that no plugin serves (its kind is unknown, or its plugin is disabled), or to one that is not
- * declared at all and is neither built in (cli, terminal, ui) nor a plugin's own.
+ * Routed connections declared in `connections:` that no plugin serves (its kind is unknown, or
+ * its plugin is disabled): their messages would never arrive.
  */
 export const routeProblems = (config: PynchyConfig, registry: Registry): Array<Problem> => {
-  const served = new Set([...registry.connectionRuntimes.map((c) => c.name), ...registry.channels.map((c) => c.name)])
+  const served = servedBy(registry)
   const declared = config.connections as Record<string, { readonly kind: string } | undefined>
-  const known = [...new Set([...BUILTIN_CONNECTIONS, UI_CONNECTION, ...Object.keys(declared), ...served])]
   const problems: Array<Problem> = []
   config.routes.forEach((r, i) => {
-    if (!r.enabled) return
     const connection = declared[r.connection]
-    if (connection !== undefined && !served.has(r.connection)) {
+    if (r.enabled && connection !== undefined && !served.has(r.connection)) {
       problems.push(Problem.make({
         path: `routes.${i}.connection`,
         reason: `no plugin serves connection '${r.connection}' (found kind '${connection.kind}'; expected a kind an enabled plugin serves, see \`pynchy plugins\`)`
       }))
-    } else if (connection === undefined && !known.includes(r.connection)) {
-      const near = nearest(r.connection, known)
-      problems.push(Problem.make({
-        path: `routes.${i}.connection`,
-        reason: `connection '${r.connection}' is not declared in connections:${near !== undefined ? `; did you mean '${near}'?` : ` (known: ${known.join(", ")})`}`
-      }))
     }
+  })
+  return problems
+}
+
+const servedBy = (registry: Registry) => new Set([...registry.connectionRuntimes.map((c) => c.name), ...registry.channels.map((c) => c.name)])
+
+/**
+ * Enabled routes to a connection that is not declared in `connections:` and is neither built in
+ * (cli, terminal, ui) nor a plugin's own. On a host whose connections all come from plugins (the
+ * default host) their messages would never arrive; a custom host may bring channels of its own.
+ */
+export const undeclaredRouteProblems = (config: PynchyConfig, registry: Registry): Array<Problem> => {
+  const known = [...new Set([...BUILTIN_CONNECTIONS, UI_CONNECTION, ...Object.keys(config.connections), ...servedBy(registry)])]
+  const problems: Array<Problem> = []
+  config.routes.forEach((r, i) => {
+    if (!r.enabled || known.includes(r.connection)) return
+    const near = nearest(r.connection, known)
+    problems.push(Problem.make({
+      path: `routes.${i}.connection`,
+      reason: `connection '${r.connection}' is not declared in connections:${near !== undefined ? `; did you mean '${near}'?` : ` (known: ${known.join(", ")})`}`
+    }))
   })
   return problems
 }
