@@ -34,7 +34,7 @@ const executor = Layer.unwrapEffect(
 export const makeHostLive = (extra: ReadonlyArray<RuntimeEntry> = []) =>
   makeStack({
     config: HostConfig.layer,
-    plugins: PluginRegistry.layerWith({ builtins: BUILTINS }),
+    plugins: PluginRegistry.layerWith({ builtins: BUILTINS, refuseUndeclaredRoutes: true }),
     database: Database.layerHost,
     executor,
     runtimes: Layer.effect(

@@ -55,6 +55,9 @@ export const sseParser = (onEvent: (event: SseEvent) => void) => {
   }
 }
 
+/** Text from the wire as one printable line. */
+const oneLine = (text: string) => text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ").trim()
+
 const failureOf = (status: number, body: string): CoreFailed => {
   let code = `gateway_${status}`
   let message: string | undefined
@@ -70,7 +73,8 @@ const failureOf = (status: number, body: string): CoreFailed => {
   // and retrying before the budget resets cannot help.
   if (code === "budget_exceeded") return new CoreFailed(code, message ?? "the token budget is used up", false)
   const retryable = status === 429 || status >= 500
-  return new CoreFailed(code, `the LLM gateway answered ${status}`, retryable)
+  // The gateway's own message names the cause (a provider unreachable, and why); the user sees it.
+  return new CoreFailed(code, `the LLM gateway answered ${status}${message !== undefined ? `: ${oneLine(message)}` : ""}`, retryable)
 }
 
 const request = (socketPath: string, token: string, path: string, body: unknown, headers: Record<string, string>, onResponse: (res: http.IncomingMessage) => void, reject: (e: CoreFailed) => void) => {

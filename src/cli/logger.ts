@@ -2,6 +2,7 @@ import { Cause, Effect, HashMap, Layer, List, Logger, LogLevel } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { escapeControls } from "../channels/terminal/escape.js"
+import { STACK_FRAME } from "./failure.js"
 
 // Codes, reasons and names that an agent or a peer chose reach log lines. No such text may start
 // a line of its own, pass for another field or act on the terminal: control characters (newlines
@@ -18,13 +19,15 @@ const fieldValue = (v: unknown): string => {
  * One line per event on stderr: `12:00:00.123 INFO  message key=value`. stdout stays for the
  * command's own output (chat, JSON), so logs never mix into it.
  */
-export const formatLine = ({ logLevel, message, date, annotations, cause, spans }: Logger.Logger.Options<unknown>): string => {
+export const formatLine = ({ logLevel, message, date, annotations, cause, spans }: Logger.Logger.Options<unknown>, frames = false): string => {
   const time = date.toISOString().slice(11, 23)
   const text = escapeText(Array.isArray(message) ? message.map(String).join(" ") : String(message))
   const fields: Array<string> = []
   for (const [k, v] of HashMap.toEntries(annotations)) fields.push(`${escapeText(k)}=${fieldValue(v)}`)
   for (const span of List.toArray(spans)) fields.push(`${escapeText(span.label)}=${date.getTime() - span.startTime}ms`)
-  const tail = Cause.isEmpty(cause) ? "" : Cause.pretty(cause).split("\n").map((l) => `\n  | ${escapeText(l)}`).join("")
+  // Stack frames name the bundle's lines, not anything the reader can act on: only the log file keeps them.
+  const lines = Cause.isEmpty(cause) ? [] : Cause.pretty(cause).split("\n").filter((l) => frames || !STACK_FRAME.test(l))
+  const tail = lines.map((l) => `\n  | ${escapeText(l)}`).join("")
   return `${time} ${logLevel.label.padEnd(5)} ${text}${fields.length ? " " + fields.join(" ") : ""}${tail}\n`
 }
 
@@ -56,9 +59,9 @@ export const layerChat = (file: string, screen: () => ((line: string) => void) |
       ),
       (fd) =>
         Logger.make((options) => {
-          const text = formatLine(options)
-          fs.writeSync(fd, text)
+          fs.writeSync(fd, formatLine(options, true))
           if (LogLevel.greaterThanEqual(options.logLevel, LogLevel.Warning)) {
+            const text = formatLine(options)
             const show = screen()
             if (show !== undefined) show(text)
             else process.stderr.write(text)

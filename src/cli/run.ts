@@ -13,6 +13,7 @@ import * as Span from "@effect/cli/HelpDoc/Span"
 import * as Usage from "@effect/cli/Usage"
 import * as ValidationError from "@effect/cli/ValidationError"
 import { Console, Effect, Option } from "effect"
+import { failureText } from "./failure.js"
 
 /** The command's descriptor as @effect/cli 0.77 builds it; it has no public walk into nested subcommands. */
 type Node =
@@ -77,6 +78,15 @@ const withoutColour = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     })
   })
 
+/** Any failure of a command is printed as its message, never as a logged cause with stack frames (exit 1). */
+const reportFailure = <A, E, R>(program: Effect.Effect<A, E, R>) =>
+  Effect.catchAllCause(program, (cause) => {
+    const text = failureText(cause)
+    return text === undefined
+      ? Effect.failCause(cause)
+      : Console.error(text).pipe(Effect.zipRight(Effect.sync(() => (process.exitCode = 1))))
+  })
+
 /** The usage error exit code (as getopt-style tools use it). */
 export const USAGE_EXIT_CODE = 2
 
@@ -97,6 +107,6 @@ export const runCli = <Name extends string, R, E, A>(command: Command.Command<Na
           ).pipe(Effect.zipRight(Effect.sync(() => (process.exitCode = USAGE_EXIT_CODE))))
         )
       )
-    return withoutColour(program)
+    return withoutColour(reportFailure(program))
   }
 }

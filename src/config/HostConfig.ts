@@ -1,10 +1,9 @@
 import { Config, Context, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { parseDocument } from "yaml"
 import { Problem } from "../domain/errors.js"
-import { problemLine, problemsOf } from "../domain/problems.js"
-import { scheduleProblems } from "./schedules.js"
+import { problemLine } from "../domain/problems.js"
+import { type Inspected, inspectRaw, parseYaml } from "./inspect.js"
 import { PostgresUrl } from "./database.js"
 import { providersFromEnv } from "./env-providers.js"
 import { Limits, PynchyConfig } from "./schema.js"
@@ -32,59 +31,42 @@ export declare namespace HostConfig {
     /** Postgres: `PYNCHY_DATABASE_URL`, else `database.url`; none means the SQLite file. */
     readonly databaseUrl: Option.Option<Redacted.Redacted>
   }
-}
 
-/** Cross-field rules Schema cannot see: unique ids (routes name workspaces plugins may bring: src/plugins/workspaces.ts checks them). */
-const semanticProblems = (config: PynchyConfig): Array<Problem> => {
-  const problems: Array<Problem> = []
-  const ids = new Set<string>()
-  config.workspaces.forEach((w, i) => {
-    if (ids.has(w.id)) problems.push(Problem.make({ path: `workspaces.${i}.id`, reason: `duplicate workspace id '${w.id}'` }))
-    ids.add(w.id)
-  })
-  const places = new Set<string>()
-  config.routes.forEach((r, i) => {
-    const key = `${r.connection}\u0000${r.place}`
-    if (places.has(key)) problems.push(Problem.make({ path: `routes.${i}`, reason: `duplicate route for connection '${r.connection}' place '${r.place}'` }))
-    places.add(key)
-  })
-  const names = new Set<string>()
-  config.providers.forEach((p, i) => {
-    if (names.has(p.name)) problems.push(Problem.make({ path: `providers.${i}.name`, reason: `duplicate provider name '${p.name}'` }))
-    names.add(p.name)
-  })
-  problems.push(...scheduleProblems(config))
-  if (config.ui !== undefined && config.ui.tokens.length === 0 && config.ui.tokensFile === undefined) {
-    problems.push(Problem.make({ path: "ui.tokens", reason: "give at least one token hash (tokens or tokensFile) to log in to the Control UI" }))
+  /** The config file with every problem it has (HostConfig.inspect). */
+  export interface Inspected {
+    /** The file read (or that PYNCHY_CONFIG names), whether or not it exists. */
+    readonly file: string
+    readonly loaded: Option.Option<Service>
+    readonly problems: ReadonlyArray<Problem>
+    readonly omitted: ReadonlyArray<string>
   }
-  return problems
 }
 
 /** Decodes a parsed YAML value; returns the config or every problem found. */
 export const decodeConfig = (raw: unknown, file: string): Either.Either<PynchyConfig, ConfigInvalid> => {
-  const decoded = Schema.decodeUnknownEither(PynchyConfig)(raw ?? {}, { errors: "all", onExcessProperty: "error" })
-  if (Either.isLeft(decoded)) return Either.left(new ConfigInvalid({ file, problems: problemsOf(decoded.left) }))
-  const problems = semanticProblems(decoded.right)
-  return problems.length > 0 ? Either.left(new ConfigInvalid({ file, problems })) : Either.right(decoded.right)
+  const { config, problems } = inspectRaw(raw)
+  return problems.length > 0 || Option.isNone(config) ? Either.left(new ConfigInvalid({ file, problems })) : Either.right(config.value)
 }
 
-/** Reads and decodes a YAML file; YAML syntax errors are listed with their line and column. */
+/** Reads a YAML file: the config and every problem of it (syntax with line and column, schema, cross-field rules). */
+export const inspectConfigFile = (file: string): Inspected => {
+  let text: string
+  try {
+    text = fs.readFileSync(file, "utf8")
+  } catch (e) {
+    return { config: Option.none(), problems: [Problem.make({ path: "", reason: `cannot read: ${(e as Error).message}` })], omitted: [] }
+  }
+  return Either.match(parseYaml(text), {
+    onLeft: (problems) => ({ config: Option.none(), problems, omitted: [] }),
+    onRight: inspectRaw
+  })
+}
+
+/** Reads and decodes a YAML file, failing with every problem. */
 export const readConfigFile = (file: string): Effect.Effect<PynchyConfig, ConfigInvalid> =>
-  Effect.gen(function* () {
-    const text = yield* Effect.try({
-      try: () => fs.readFileSync(file, "utf8"),
-      catch: (e) => new ConfigInvalid({ file, problems: [Problem.make({ path: "", reason: `cannot read: ${(e as Error).message}` })] })
-    })
-    const doc = parseDocument(text, { prettyErrors: true })
-    if (doc.errors.length > 0) {
-      return yield* new ConfigInvalid({
-        file,
-        problems: doc.errors.map((e) =>
-          Problem.make({ path: e.linePos ? `line ${e.linePos[0].line}:${e.linePos[0].col}` : "", reason: e.message.split("\n")[0] ?? e.code })
-        )
-      })
-    }
-    return yield* decodeConfig(doc.toJS(), file)
+  Effect.suspend(() => {
+    const { config, problems } = inspectConfigFile(file)
+    return problems.length > 0 || Option.isNone(config) ? Effect.fail(new ConfigInvalid({ file, problems })) : Effect.succeed(config.value)
   })
 
 /** Env overrides (Effect Config): they win over the file. */
@@ -112,15 +94,21 @@ const envDatabaseUrl = (value: Option.Option<Redacted.Redacted>) => {
 }
 
 export class HostConfig extends Context.Tag("pynchy/HostConfig")<HostConfig, HostConfig.Service>() {
-  /** `PYNCHY_CONFIG` or `./pynchy.yaml`; a missing file means the embedded defaults. */
-  static readonly load = Effect.gen(function* () {
+  /**
+   * `PYNCHY_CONFIG` or `./pynchy.yaml` (a missing file means the embedded defaults) with every
+   * problem it has; `loaded` is the config as start would run it, or its decodable rest when the
+   * file has problems (`config check` runs its later checks on that).
+   */
+  static readonly inspect = Effect.gen(function* () {
     const explicit = Option.filter(yield* Config.option(Config.string("PYNCHY_CONFIG")), (s) => s.trim() !== "")
     const file = path.resolve(Option.getOrElse(explicit, () => "pynchy.yaml"))
     const exists = fs.existsSync(file)
     if (!exists && Option.isSome(explicit)) {
-      return yield* new ConfigInvalid({ file, problems: [Problem.make({ path: "", reason: "PYNCHY_CONFIG names a file that does not exist" })] })
+      return { file, loaded: Option.none(), problems: [Problem.make({ path: "", reason: "PYNCHY_CONFIG names a file that does not exist" })], omitted: [] } satisfies HostConfig.Inspected
     }
-    const fromFile = exists ? yield* readConfigFile(file) : PynchyConfig.make({})
+    const read: Inspected = exists ? inspectConfigFile(file) : { config: Option.some(PynchyConfig.make({})), problems: [], omitted: [] }
+    if (Option.isNone(read.config)) return { file, loaded: Option.none(), problems: read.problems, omitted: read.omitted } satisfies HostConfig.Inspected
+    const fromFile = read.config.value
     const env = yield* overrides
     // No providers configured: an OPENAI_API_KEY / ANTHROPIC_API_KEY in the environment is one.
     const providers = fromFile.providers.length > 0 ? fromFile.providers : yield* providersFromEnv
@@ -135,8 +123,13 @@ export class HostConfig extends Context.Tag("pynchy/HostConfig")<HostConfig, Hos
       })
     })
     const base = Option.isSome(env.dataDir) || !exists ? process.cwd() : path.dirname(file)
-    return resolve(config, exists ? Option.some(file) : Option.none(), base, yield* envDatabaseUrl(env.databaseUrl))
+    const loaded = resolve(config, exists ? Option.some(file) : Option.none(), base, yield* envDatabaseUrl(env.databaseUrl))
+    return { file, loaded: Option.some(loaded), problems: read.problems, omitted: read.omitted } satisfies HostConfig.Inspected
   })
+
+  /** The config start runs; any problem of the file fails it, naming them all. */
+  static readonly load = Effect.flatMap(HostConfig.inspect, ({ file, loaded, problems }) =>
+    problems.length > 0 || Option.isNone(loaded) ? Effect.fail(new ConfigInvalid({ file, problems })) : Effect.succeed(loaded.value))
 
   static readonly layer = Layer.effect(HostConfig, HostConfig.load)
 

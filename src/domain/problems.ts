@@ -9,6 +9,7 @@ import { Option } from "effect"
 import { ArrayFormatter, type ParseError, type ParseIssue } from "effect/ParseResult"
 import * as AST from "effect/SchemaAST"
 import { Problem } from "./errors.js"
+import { nearest } from "./near.js"
 
 type Path = ReadonlyArray<PropertyKey>
 
@@ -111,8 +112,13 @@ const walk = (issue: ParseIssue, path: Path, keys: ReadonlyArray<string> = []): 
       return [line(path, `wrong kind of value (found ${found(issue.actual)}; expected ${expected(issue.ast)})`)]
     case "Missing":
       return [line(path, `missing (found nothing; expected ${expected("type" in issue.ast ? issue.ast.type as AST.AST : issue.ast)})`)]
-    case "Unexpected":
-      return [line(path, `unknown key (found ${found(issue.actual)}; expected ${keys.length > 0 ? `one of ${list(keys, 30)}` : "no other key"})`)]
+    case "Unexpected": {
+      // A typo gets the key it was meant to be; a key with no near one gets the list.
+      const near = nearest(String(path[path.length - 1] ?? ""), keys)
+      return [line(path, near !== undefined
+        ? `unknown key; did you mean '${near}'?`
+        : `unknown key (found ${found(issue.actual)}; expected ${keys.length > 0 ? `one of ${list(keys, 30)}` : "no other key"})`)]
+    }
     case "Forbidden":
       return [line(path, issue.message ?? "forbidden")]
   }

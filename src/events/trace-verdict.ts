@@ -53,6 +53,10 @@ export const adviceFor = (code: string): string => {
     case "ipc_closed":
     case "sandbox_exited":
       return "the runner stopped mid-turn: read outcome.json and the session folder of the turn's sandbox, then send the message again"
+    case "upstream_error":
+    case "timeout":
+    case "overloaded_error":
+      return "`pynchy doctor` probes each provider; send the message again once it answers"
     case "executor_defect":
       return "a bug in the executor: the host log has the defect; send the message again"
     default:
@@ -93,7 +97,9 @@ export const verdictOf = (f: TraceFacts): Verdict => {
   }
   if (t.status === "failed") {
     const code = (t.error ?? "unknown").split(":")[0]!
-    return { code: "turn_failed", text: `turn ${t.id} failed (${code}) after ${t.attempts} attempt(s): ${adviceFor(code)}` }
+    // The failure's own words (the gateway names an unreachable provider and why) come before the advice.
+    const reason = (t.error ?? "").slice(code.length + 1).trim()
+    return { code: "turn_failed", text: `turn ${t.id} failed (${code}) after ${t.attempts} attempt(s)${reason !== "" ? `: ${reason}` : ""}; ${adviceFor(code)}` }
   }
   if (t.status === "interrupted") {
     return { code: "turn_interrupted", text: `turn ${t.id} was interrupted by a restart: it runs again when the host starts` }

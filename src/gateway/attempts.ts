@@ -47,10 +47,22 @@ export const makeAttempts = (deps: AttemptsDeps): Attempts => {
     return d
   }
 
+  // A provider that cannot be reached fails every attempt of every turn the same way: one warning
+  // per provider per cooldown says so, the repeats go to the log at debug.
+  const warnedAt = new Map<string, number>()
+  const warnNow = (provider: string): boolean => {
+    const t = now()
+    const last = warnedAt.get(provider)
+    if (last !== undefined && t - last < deps.config.cooldown.cooldownMs) return false
+    warnedAt.set(provider, t)
+    return true
+  }
+
   /** Bookkeeping of every failed attempt, on either path. */
   const failed = (f: AttemptFailed) => {
     if (f.deployment) router.onFailure(f.deployment, now(), f.retryAfterMs)
-    log("Warning", "upstream attempt failed", { deployment: f.deployment?.id ?? null, kind: f.kind, status: f.status, code: f.code ?? null })
+    const fields = { deployment: f.deployment?.id ?? null, kind: f.kind, status: f.status, code: f.code ?? null, ...(f.deployment ? { host: f.deployment.hostname } : {}) }
+    log(f.deployment === undefined || warnNow(f.deployment.provider) ? "Warning" : "Debug", "upstream attempt failed", fields)
   }
 
   const nextAttempt = (ctx: Ctx): Effect.Effect<Answer, AttemptFailed> =>

@@ -66,7 +66,8 @@ const defaultBase: Record<ProviderKind, string | undefined> = {
 export const serves = (kind: ProviderKind, api: Api): boolean =>
   kind === "openai-compatible" ? true : kind === "openai" ? api !== "messages" : api !== "responses"
 
-const readKey = (p: ProviderConfig, i: number) =>
+/** A provider's key from its variable or file, or the problem naming the setting (`i`: its index in providers). */
+export const readProviderKey = (p: ProviderConfig, i: number) =>
   Effect.gen(function* () {
     if (p.apiKeyEnv !== undefined) {
       const key = yield* Config.redacted(p.apiKeyEnv).pipe(Effect.option)
@@ -102,7 +103,7 @@ export const resolveCatalog = (
     const problems: Array<Problem> = []
     const byName = new Map<string, { p: ProviderConfig; key: Option.Option<Redacted.Redacted<string>>; url: URL }>()
     for (const [i, p] of providers.entries()) {
-      const keyed = yield* readKey(p, i)
+      const keyed = yield* readProviderKey(p, i)
       if ("problem" in keyed) problems.push(keyed.problem)
       const base = p.baseUrl ?? defaultBase[p.kind]
       if (base === undefined) {

@@ -111,9 +111,13 @@ export const makeRelay = ({ accounting: { account }, log, now, router, secretBuf
         res.end(body)
       }
     } else if (f.kind === "timeout") {
-      send(res, 504, errorJson(api, "timeout", "the upstream did not answer in time"))
+      send(res, 504, errorJson(api, "timeout", f.deployment === undefined ? "the upstream did not answer in time" : `provider ${f.deployment.provider} did not answer in time (${f.deployment.hostname})`))
     } else if (f.kind === "connect") {
-      send(res, 502, errorJson(api, "upstream_error", "the upstream could not be reached"))
+      // The cause in words (never a key): which provider, what failed, which host.
+      const d = f.deployment
+      send(res, 502, errorJson(api, "upstream_error", d === undefined
+        ? "the upstream could not be reached"
+        : `provider ${d.provider} unreachable: ${f.code ?? "connection failed"} ${d.hostname}`))
     } else {
       const wait = router.waitFor(ctx.chain, api, now())
       send(res, 503, errorJson(api, "overloaded_error", `no deployment of model '${shown(ctx.model, secrets)}' is available now (cooling down or at its rate limit)`),

@@ -43,4 +43,4 @@ export interface Ctx {
 export type Outcome = UsageEvent["outcome"]
 
 /** A log line of the data path, written by a forked fiber (masked by `gatewayLog`). */
-export type Log = (level: "Warning" | "Info", message: string, fields: Record<string, unknown>) => void
+export type Log = (level: "Warning" | "Info" | "Debug", message: string, fields: Record<string, unknown>) => void

@@ -4,12 +4,16 @@
  * same functions (HostConfig.load, PluginRegistry.inspect via make, resolveCatalog via
  * Gateway.make), so a config that makes `start` fail makes the check fail on the same path.
  */
-import { Effect, Either, Option } from "effect"
+import { Effect, Either, Option, Redacted } from "effect"
+import * as fs from "node:fs"
+import { touches } from "../config/inspect.js"
+import { credentialProblem } from "../channels/token.js"
+import { connectionCredentials } from "../builtins/credentials.js"
 import { type ConfigInvalid, HostConfig } from "../config/HostConfig.js"
 import { readTokenHashes } from "../config/token-hashes.js"
 import { Problem } from "../domain/errors.js"
-import { type GatewayConfigInvalid, resolveCatalog } from "../gateway/catalog.js"
-import { routeProblems } from "../plugins/connections.js"
+import { type GatewayConfigInvalid, readProviderKey, resolveCatalog } from "../gateway/catalog.js"
+import { connectionsRouted, routeProblems, undeclaredRouteProblems } from "../plugins/connections.js"
 import type { PluginContributionsInvalid, PluginFault } from "../plugins/errors.js"
 import { declaredServers } from "../mcp/McpHost.js"
 import { joinWorkspaces, routeWorkspaceProblems } from "../plugins/workspaces.js"
@@ -35,6 +39,12 @@ export const startProblems = (error: unknown): ReadonlyArray<Problem> => {
   if (e._tag === "PluginContributionsInvalid" && "faults" in e) return (e.faults ?? []).map(faultProblem)
   const mcp = error as { readonly _tag?: unknown; readonly problems?: unknown }
   if (mcp._tag === "McpServersInvalid" && Array.isArray(mcp.problems)) return mcp.problems.map((reason: string) => Problem.make({ path: "mcpServers", reason }))
+  const runtime = error as { readonly _tag?: unknown; readonly reason?: unknown }
+  if (runtime._tag === "RuntimeStartFailed" && typeof runtime.reason === "string") {
+    // A runtime that could not read a setting (its token's variable unset) names the setting.
+    const at = /(connections\.[^\s:]+): ([^;]*)/.exec(runtime.reason)
+    if (at !== null) return [Problem.make({ path: at[1]!, reason: at[2]! })]
+  }
   const ui = error as { readonly _tag?: unknown; readonly at?: unknown; readonly reason?: unknown }
   if (ui._tag === "ControlUiStartFailed" && typeof ui.at === "string" && typeof ui.reason === "string") return [Problem.make({ path: ui.at, reason: ui.reason })]
   return []
@@ -62,6 +72,7 @@ const plugins: PreflightCheck = {
       ...(Either.isLeft(servers) ? servers.left.problems.map((reason) => Problem.make({ path: "mcpServers", reason })) : []),
       ...problems,
       ...routeProblems(host.config, registry).filter((p) => !refused.has(host.config.routes[Number(p.path.split(".")[1])]?.connection)),
+      ...undeclaredRouteProblems(host.config, registry),
       ...joined.problems,
       ...routeWorkspaceProblems(host.config, joined.workspaces)
     ]
@@ -89,10 +100,42 @@ const ui: PreflightCheck = {
 }
 
 /**
+ * The secrets routed connections read when they start (a bot token's variable, a token file):
+ * start fails on a missing one, so the check names it first.
+ */
+const credentials: PreflightCheck = {
+  name: "credentials",
+  run: Effect.gen(function* () {
+    const { config, dataDir } = yield* HostConfig
+    const routed = connectionsRouted(config)
+    const found = yield* Effect.forEach(routed, ({ name, raw }) =>
+      Effect.forEach(connectionCredentials(name, raw), (c) =>
+        Effect.map(credentialProblem(c, dataDir), (reason) => reason === undefined ? [] : [Problem.make({ path: `connections.${name}.${c.field}`, reason })])))
+    return found.flat(2)
+  })
+}
+
+/**
  * The checks, in start's order. Schedules (cron expressions of workspaces and tasks) join here
  * as one more check when the scheduler lands.
  */
-export const PREFLIGHT_CHECKS: ReadonlyArray<PreflightCheck> = [plugins, gateway, ui]
+export const PREFLIGHT_CHECKS: ReadonlyArray<PreflightCheck> = [plugins, gateway, credentials, ui]
+
+/** A provider key this short is not masked in replies and logs (it would mask ordinary words). */
+export const MIN_MASKED_KEY_LENGTH = 8
+
+/** What start accepts but the user should know: provider keys too short to be masked. */
+export const preflightWarnings: Effect.Effect<ReadonlyArray<Problem>, never, HostConfig> = Effect.gen(function* () {
+  const { config } = yield* HostConfig
+  const keys = yield* Effect.forEach(config.providers, readProviderKey)
+  return config.providers.flatMap((p, i) => {
+    const keyed = keys[i]!
+    const short = "key" in keyed && Option.isSome(keyed.key) && Redacted.value(keyed.key.value).length < MIN_MASKED_KEY_LENGTH
+    return short
+      ? [Problem.make({ path: `providers.${i}.${p.apiKeyEnv !== undefined ? "apiKeyEnv" : "apiKeyFile"}`, reason: `the key is shorter than ${MIN_MASKED_KEY_LENGTH} characters: it is not masked in replies and logs (fine for a dummy key of a local server)` })]
+      : []
+  })
+})
 
 /** Every problem start would refuse beyond the file's own decoding (HostConfig.load does that). */
 export const preflight: Effect.Effect<ReadonlyArray<Problem>, never, HostConfig> = Effect.map(
@@ -106,17 +149,32 @@ export interface CheckResult {
   /** The config file read, or none for the embedded defaults. */
   readonly file: Option.Option<string>
   readonly problems: ReadonlyArray<Problem>
+  /** What start accepts but is likely a mistake (a key too short to be masked). */
+  readonly warnings: ReadonlyArray<Problem>
 }
 
-/** `pynchy config check`: the file decoded as start decodes it, then every preflight check. */
+/**
+ * `pynchy config check`: the file decoded as start decodes it, then every preflight check, all
+ * in one run. With problems in the file, the later checks run on the rest of it (the values the
+ * schema refused left out), and a problem about a value left out is not named twice.
+ */
 export const checkConfig: Effect.Effect<CheckResult> = Effect.gen(function* () {
-  const loaded = yield* Effect.either(HostConfig.load)
-  if (Either.isLeft(loaded)) {
-    const e = loaded.left
+  const inspected = yield* Effect.either(HostConfig.inspect)
+  if (Either.isLeft(inspected)) {
+    const e = inspected.left
     return e._tag === "ConfigInvalid"
-      ? { loaded: Option.none(), file: Option.some(e.file), problems: e.problems }
-      : { loaded: Option.none(), file: Option.none(), problems: [Problem.make({ path: "environment", reason: String(e) })] }
+      ? { loaded: Option.none(), file: Option.some(e.file), problems: e.problems, warnings: [] }
+      : { loaded: Option.none(), file: Option.none(), problems: [Problem.make({ path: "environment", reason: String(e) })], warnings: [] }
   }
-  const problems = yield* preflight.pipe(Effect.provideService(HostConfig, loaded.right))
-  return { loaded: Option.some(loaded.right), file: loaded.right.file, problems }
+  const { file, loaded, omitted, problems } = inspected.right
+  const shown = fs.existsSync(file) ? Option.some(file) : Option.none()
+  if (Option.isNone(loaded)) return { loaded, file: Option.some(file), problems, warnings: [] }
+  const later = yield* preflight.pipe(Effect.provideService(HostConfig, loaded.value))
+  const warnings = yield* preflightWarnings.pipe(Effect.provideService(HostConfig, loaded.value))
+  return {
+    loaded: problems.length > 0 ? Option.none() : loaded,
+    file: shown,
+    problems: [...problems, ...later.filter((p) => !touches(p.path, omitted))],
+    warnings
+  }
 })

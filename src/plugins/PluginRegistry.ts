@@ -3,7 +3,7 @@ import type { Duration } from "effect"
 import * as path from "node:path"
 import { ConfigInvalid, HostConfig } from "../config/HostConfig.js"
 import type { BuiltinPlugin } from "./discovery.js"
-import { routeProblems } from "./connections.js"
+import { routeProblems, undeclaredRouteProblems } from "./connections.js"
 import { discover, type ModuleRequest } from "./discovery.js"
 import { PluginContributionsInvalid } from "./errors.js"
 import { hostPackageRoot } from "./paths.js"
@@ -23,6 +23,11 @@ export declare namespace PluginRegistry {
     readonly builtins: ReadonlyArray<BuiltinPlugin>
     /** The deadline of one hook call or module import; default 10 s. */
     readonly hookTimeout?: Duration.DurationInput
+    /**
+     * Refuse routes to connections not declared and served by no plugin: set by a host whose
+     * connections all come from plugins (the default host); a custom host may bring its own channels.
+     */
+    readonly refuseUndeclaredRoutes?: boolean
   }
 }
 
@@ -77,7 +82,10 @@ export class PluginRegistry extends Context.Tag("pynchy/PluginRegistry")<PluginR
       }
       if (faults.length > 0) return yield* new PluginContributionsInvalid({ faults })
       const host = yield* HostConfig
-      const unserved = routeProblems(host.config, registry)
+      const unserved = [
+        ...routeProblems(host.config, registry),
+        ...(options.refuseUndeclaredRoutes === true ? undeclaredRouteProblems(host.config, registry) : [])
+      ]
       if (unserved.length > 0) {
         return yield* new ConfigInvalid({ file: Option.getOrElse(host.file, () => "(embedded defaults)"), problems: unserved })
       }

@@ -1,5 +1,8 @@
 import type { PynchyConfig } from "../config/schema.js"
+import { BUILTIN_CONNECTIONS } from "../config/schedules.js"
+import { UI_CONNECTION } from "../config/ui.js"
 import { Problem } from "../domain/errors.js"
+import { nearest } from "../domain/near.js"
 import type { Registry } from "./registry.js"
 
 export interface ConfiguredConnection {
@@ -15,6 +18,12 @@ export const connectionsOfKind = (config: PynchyConfig, kind: string): ReadonlyA
   Object.entries(config.connections)
     .filter(([, raw]) => raw.kind === kind)
     .map(([name, raw]) => ({ name, raw, routed: config.routes.some((r) => r.enabled && r.connection === name) }))
+
+/** Every declared connection an enabled route uses: the ones start starts. */
+export const connectionsRouted = (config: PynchyConfig): ReadonlyArray<ConfiguredConnection> =>
+  Object.entries(config.connections)
+    .map(([name, raw]) => ({ name, raw, routed: config.routes.some((r) => r.enabled && r.connection === name) }))
+    .filter((c) => c.routed)
 
 /**
  * The runtimes of a built-in channel plugin: the settings of every connection of `kind` are
@@ -42,7 +51,7 @@ export const routedRuntimes = async <S, R>(
  * its plugin is disabled): their messages would never arrive.
  */
 export const routeProblems = (config: PynchyConfig, registry: Registry): Array<Problem> => {
-  const served = new Set([...registry.connectionRuntimes.map((c) => c.name), ...registry.channels.map((c) => c.name)])
+  const served = servedBy(registry)
   const declared = config.connections as Record<string, { readonly kind: string } | undefined>
   const problems: Array<Problem> = []
   config.routes.forEach((r, i) => {
@@ -53,6 +62,27 @@ export const routeProblems = (config: PynchyConfig, registry: Registry): Array<P
         reason: `no plugin serves connection '${r.connection}' (found kind '${connection.kind}'; expected a kind an enabled plugin serves, see \`pynchy plugins\`)`
       }))
     }
+  })
+  return problems
+}
+
+const servedBy = (registry: Registry) => new Set([...registry.connectionRuntimes.map((c) => c.name), ...registry.channels.map((c) => c.name)])
+
+/**
+ * Enabled routes to a connection that is not declared in `connections:` and is neither built in
+ * (cli, terminal, ui) nor a plugin's own. On a host whose connections all come from plugins (the
+ * default host) their messages would never arrive; a custom host may bring channels of its own.
+ */
+export const undeclaredRouteProblems = (config: PynchyConfig, registry: Registry): Array<Problem> => {
+  const known = [...new Set([...BUILTIN_CONNECTIONS, UI_CONNECTION, ...Object.keys(config.connections), ...servedBy(registry)])]
+  const problems: Array<Problem> = []
+  config.routes.forEach((r, i) => {
+    if (!r.enabled || known.includes(r.connection)) return
+    const near = nearest(r.connection, known)
+    problems.push(Problem.make({
+      path: `routes.${i}.connection`,
+      reason: `connection '${r.connection}' is not declared in connections:${near !== undefined ? `; did you mean '${near}'?` : ` (known: ${known.join(", ")})`}`
+    }))
   })
   return problems
 }

@@ -22,6 +22,9 @@ export class RuntimeStartFailed extends Schema.TaggedError<RuntimeStartFailed>()
 }) {
   override get message() {
     const closes = this.closeFailures.length > 0 ? `; close failures: ${this.closeFailures.map((f) => `${f.runtime} (${f.code}: ${f.reason})`).join(", ")}` : ""
-    return `connection runtime '${this.runtime}' from plugin '${this.plugin}' failed to start (${this.code}): ${this.reason}; closed in reverse: ${this.closed.join(", ") || "none"}${closes}`
+    // Which connection, why, and how to start without it: the user's next step in one line.
+    return `connection '${this.runtime}' (plugin '${this.plugin}') could not start (${this.code}): ${this.reason}; ` +
+      `the host stops when a connection cannot start: fix the cause, or start without it by setting enabled: false on its routes in pynchy.yaml` +
+      ` (closed in reverse: ${this.closed.join(", ") || "none"}${closes})`
   }
 }

@@ -2,7 +2,7 @@
  * Every ```yaml block of README.md and docs/ goes through `config check` (checkConfig, the
  * function the command runs). A block written to show a mistake says so on one line,
  * `# expect-error: <path>`, and the check must name that path. Environment variables a block
- * names in `apiKeyEnv` are set (to a dummy), as the reader's would be.
+ * names in `apiKeyEnv`, `tokenEnv` and the like are set (to a dummy), as the reader's would be.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Logger, LogLevel } from "effect"
@@ -37,7 +37,7 @@ describe("every yaml example in README.md and docs/ passes config check", () => 
         const file = path.join(dir, "pynchy.yaml")
         fs.writeFileSync(file, block.yaml)
         const env = new Map([["PYNCHY_CONFIG", file], ["PYNCHY_DATA_DIR", path.join(dir, "data")]])
-        for (const m of block.yaml.matchAll(/apiKeyEnv:\s*([A-Z_][A-Z0-9_]*)/g)) env.set(m[1]!, "sk-doc-example")
+        for (const m of block.yaml.matchAll(/[A-Za-z]*Env:\s*([A-Z_][A-Z0-9_]*)/g)) env.set(m[1]!, "sk-doc-example")
         const result = yield* checkConfig.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(env)), Logger.withMinimumLogLevel(LogLevel.None))
         const lines = result.problems.map((p) => `${p.path}: ${p.reason}`)
         if (expectError === undefined) assert.deepStrictEqual(lines, [], `${block.where} should pass config check, got ${lines.join(" | ")}`)

@@ -5,6 +5,7 @@
  */
 import { Either, Schema } from "effect"
 import { problemsOf } from "../../domain/problems.js"
+import { type Credential, credentialOf } from "../token.js"
 
 export const DiscordSettings = Schema.Struct({
   kind: Schema.Literal("discord"),
@@ -44,3 +45,6 @@ export const decodeDiscordSettings = (name: string, input: unknown): DiscordSett
   }
   return decoded.right
 }
+
+/** The secret a connection reads at start: its bot token. */
+export const discordCredentials = (s: DiscordSettings): ReadonlyArray<Credential> => [credentialOf("", s)]

@@ -6,6 +6,7 @@
  */
 import { Either, Schema } from "effect"
 import { problemsOf } from "../../domain/problems.js"
+import type { Credential } from "../token.js"
 
 const EnvName = Schema.String.pipe(Schema.pattern(/^[A-Z_][A-Z0-9_]*$/, { message: () => "must be an environment variable name" }))
 
@@ -55,3 +56,11 @@ export const decodeSlackSettings = (name: string, input: unknown): SlackSettings
   }
   return s
 }
+
+/** The secrets a connection reads at start: the bot token, and the app token (Socket Mode) or the signing secret (HTTP mode). */
+export const slackCredentials = (s: SlackSettings): ReadonlyArray<Credential> => [
+  { field: "botTokenEnv", source: { tokenEnv: s.botTokenEnv } },
+  s.mode === "socket"
+    ? { field: "appTokenEnv", source: { tokenEnv: s.appTokenEnv } }
+    : { field: "signingSecretEnv", source: { tokenEnv: s.signingSecretEnv } }
+]

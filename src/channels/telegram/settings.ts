@@ -10,6 +10,7 @@
  */
 import { Either, Schema } from "effect"
 import { problemsOf } from "../../domain/problems.js"
+import { type Credential, credentialOf } from "../token.js"
 
 export const OFFICIAL_API_ROOT = "https://api.telegram.org"
 
@@ -87,3 +88,14 @@ export const decodeTelegramSettings = (name: string, input: unknown): TelegramSe
   }
   return s
 }
+
+/** The secrets a connection reads at start: its token, and the webhook's secret in webhook mode. */
+export const telegramCredentials = (s: TelegramSettings): ReadonlyArray<Credential> => [
+  credentialOf("", s),
+  ...(s.mode === "webhook" && s.webhook !== undefined
+    ? [{
+      field: `webhook.${s.webhook.secretTokenEnv !== undefined ? "secretTokenEnv" : "secretTokenFile"}`,
+      source: { tokenEnv: s.webhook.secretTokenEnv, tokenFile: s.webhook.secretTokenFile }
+    }]
+    : [])
+]

@@ -11,14 +11,17 @@ import { checkConfig } from "../../host/preflight.js"
  */
 const check = Command.make("check", {}, () =>
   Effect.gen(function* () {
-    const { file, loaded, problems } = yield* checkConfig
+    const { file, loaded, problems, warnings } = yield* checkConfig
     const where = Option.getOrElse(file, () => "no config file: embedded defaults")
+    const warn = Effect.forEach(warnings, (w) => Console.error(`warning: ${problemLine(w)}`), { discard: true })
     if (problems.length > 0 || Option.isNone(loaded)) {
       yield* Console.error(`${where}: ${problems.length} problem(s)`)
       for (const p of problems) yield* Console.error(`  - ${problemLine(p)}`)
+      yield* warn
       process.exitCode = 1
       return
     }
+    yield* warn
     const encoded = yield* Schema.encode(PynchyConfig)(loaded.value.config).pipe(Effect.orDie)
     yield* Console.log(`# ${where}`)
     yield* Console.log(`# data dir: ${loaded.value.dataDir}`)

@@ -5,12 +5,15 @@ import * as Database from "../../db/Database.js"
 import { GatewayKeyStore, KeyName, keyAccount, parseLifetime } from "../../gateway/keys.js"
 import { reloadHostKeys } from "../../host/ControlSocket.js"
 
-/** The key store of the host database; a running host is told to read it again after a change. */
+/**
+ * The key store of the host database, opened as start opens it (the data dir and database are
+ * created on a first run); a running host is told to read it again after a change.
+ */
 const withStore = <A, E>(f: (store: GatewayKeyStore.Service, dataDir: string) => Effect.Effect<A, E>) =>
   Effect.gen(function* () {
     const host = yield* HostConfig.load
     return yield* Effect.flatMap(GatewayKeyStore, (store) => f(store, host.dataDir)).pipe(
-      Effect.provide(Layer.provide(GatewayKeyStore.layer, Database.layerOf(host)))
+      Effect.provide(Layer.provide(GatewayKeyStore.layer, Layer.provide(Database.layer, Layer.succeed(HostConfig, host))))
     )
   })
 
