@@ -187,7 +187,10 @@ export const channelToPromise = (channel: NativeChannel, run: <A, E>(effect: Eff
     idempotentResends: channel.idempotentResends,
     ...(channel.audio !== undefined ? { audio: channel.audio } : {}),
     ...(channel.files !== undefined ? { files: channel.files } : {}),
-    send: (delivery) => run(Effect.catchTag(channel.send(delivery), "ChannelSendFailed", (e) => Effect.fail(e.outcomeUnknown ? new SendOutcomeUnknown(e.reason) : new Error(e.reason)))),
+    send: (delivery) =>
+      run(Effect.either(channel.send(delivery))).then((sent) => {
+        if (sent._tag === "Left") throw sent.left.outcomeUnknown ? new SendOutcomeUnknown(sent.left.reason) : new Error(sent.left.reason)
+      }),
     ...(progress !== undefined ? { progress: (event: ProgressEvent) => run(progress(event)) } : {})
   }
 }
