@@ -26,8 +26,9 @@ const config = (dir: string) =>
     connections: {}
   }, "test config"))
 
+// The places both tokens write to are shared (every other place is its first writer's: http-owners.test.ts).
 const runtimeFor = (name = "web") =>
-  makeHttpRuntime({ name, settings: decodeHttpSettings(name, { kind: "http", port: 0, tokens: [hashToken(TOKEN), hashToken(TOKEN_B)] }), dataDir: tempDir() })
+  makeHttpRuntime({ name, settings: decodeHttpSettings(name, { kind: "http", port: 0, tokens: [{ hash: hashToken(TOKEN), name: "me" }, hashToken(TOKEN_B)], sharedPlaces: ["a", "b", "shared"] }), dataDir: tempDir() })
 
 const withHost = (runtime: HttpRuntime) =>
   Effect.gen(function* () {

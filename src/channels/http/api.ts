@@ -13,6 +13,7 @@ import { Context, Data, type Deferred, Effect, Option, type ParseResult, Schema 
 import { createHash, randomUUID } from "node:crypto"
 import type { FilesConfig } from "../../config/files.js"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
+import type { PlaceOwnerStore } from "../../db/PlaceOwnerStore.js"
 import { mimeTypeOf, refusalOf, safeName } from "../../files/names.js"
 import { ConversationId } from "../../domain/ids.js"
 import { problemsOf } from "../../domain/problems.js"
@@ -22,6 +23,7 @@ import { bodyDigest, keyedEventId } from "./idempotency.js"
 import type { ReplyHub } from "./replies.js"
 import { repliesAfter as repliesAfterOf, replyStream } from "./reply-stream.js"
 import type { HttpSettings } from "./settings.js"
+import type { TokenIdentity } from "./tokens.js"
 
 /** The longest `text` a message may have, in characters (docs/channels.md). */
 export const MAX_TEXT_CHARS = 100_000
@@ -79,14 +81,15 @@ const invalid = (prefix: string, rename: Record<string, string> = {}) => (error:
 export const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status, headers: { "cache-control": "no-store", ...headers } })
 
-/** The caller: the client id derived from its token (stored with its messages; replies are scoped to it). */
-export class Caller extends Context.Tag("pynchy/http/Caller")<Caller, { readonly tokenHash: string; readonly client: string }>() {}
+/** The caller: its token's client id (stored with its messages; replies and places are scoped to it) and name (their sender). */
+export class Caller extends Context.Tag("pynchy/http/Caller")<Caller, TokenIdentity>() {}
 
 export interface ApiOptions {
   readonly name: string
   readonly settings: HttpSettings
   readonly context: NativeRuntimeContext
   readonly deliveries: DeliveryStore.Service
+  readonly owners: PlaceOwnerStore.Service
   readonly hub: ReplyHub
   /** The public base URL of the API (`publicUrl`), without a trailing slash; none: audio URLs are paths. */
   readonly baseUrl?: string
@@ -96,8 +99,37 @@ export interface ApiOptions {
   readonly files: FilesConfig
 }
 
+/** The most place owners kept in memory; past it the map starts again (the table has them all). */
+const KNOWN_OWNERS = 10_000
+
 export const makeRouter = (options: ApiOptions) => {
-  const { context, deliveries, hub, name, settings } = options
+  const { context, deliveries, hub, name, owners, settings } = options
+
+  // A place belongs to the token that first wrote to it (place_owners); an owner never changes,
+  // so once read it is kept here and a request in a known place costs no query.
+  const shared = new Set(settings.sharedPlaces)
+  const knownOwners = new Map<string, string>()
+  const remember = (place: string, owner: string) => {
+    if (knownOwners.size >= KNOWN_OWNERS) knownOwners.clear()
+    knownOwners.set(place, owner)
+    return owner
+  }
+  const placeOwned = new HttpFailure({
+    status: 403,
+    body: { error: "place_owned", problems: [{ path: "place", reason: "another token wrote to this place first and owns it; a place every token may use is listed in sharedPlaces" }] }
+  })
+  /** Refuses a caller that does not own the place (unless it is shared); `claim` makes the caller the owner of a place nobody owns. */
+  const checkOwner = (place: string, client: string, claim: boolean) =>
+    Effect.gen(function* () {
+      if (shared.has(place)) return
+      let owner = knownOwners.get(place)
+      if (owner === undefined) {
+        owner = claim
+          ? remember(place, yield* owners.claim({ connection: name, place, owner: client }))
+          : Option.getOrUndefined(Option.map(yield* owners.ownerOf({ connection: name, place }), (o) => remember(place, o)))
+      }
+      if (owner !== undefined && owner !== client) return yield* placeOwned
+    })
 
   /** The place of the path, which an enabled route of this connection must cover. */
   const routedPlace = Effect.gen(function* () {
@@ -105,6 +137,7 @@ export const makeRouter = (options: ApiOptions) => {
     if (!context.routes(name).some((r) => r.place === place || r.place === "*")) {
       return yield* new HttpFailure({ status: 404, body: { error: "no_route", problems: [{ path: "place", reason: `no enabled route of connection '${name}' matches this place` }] } })
     }
+    yield* checkOwner(place, (yield* Caller).client, false)
     return { place, conversationId: ConversationId.make(`${name}:${place}`) }
   })
 
@@ -152,13 +185,15 @@ export const makeRouter = (options: ApiOptions) => {
     const files = body.files ?? []
     yield* checkFiles(files)
     // The fingerprint covers the files too: a retry with other files under the same key is a conflict.
+    // The body's `sender` counts in the fingerprint (as it always did) but never names the sender: the token's name does.
     const message = { sender: body.sender ?? "http", text: body.text, ...(files.length > 0 ? { files: files.map((f) => ({ name: f.name, type: f.type ?? "", digest: createHash("sha256").update(f.base64).digest("hex") })) } : {}) }
     const key = headers["idempotency-key"]
+    yield* checkOwner(place, caller.client, true)
     const result = yield* context.ingest({
       connection: name,
       place,
       metadata: { client: caller.client },
-      sender: message.sender,
+      sender: caller.name,
       text: message.text,
       ...(files.length > 0 ? { files: files.map((f) => ({ name: f.name, ...(f.type !== undefined ? { mimeType: f.type } : {}), bytes: f.base64 })) } : {}),
       ...(key === undefined
