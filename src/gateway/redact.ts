@@ -7,6 +7,16 @@ import { Effect } from "effect"
 
 export const REDACTED = "[redacted]"
 
+/**
+ * The shortest configured key that is masked. A shorter one (`k`, `none`: dummy keys for local
+ * servers are common) is found inside ordinary words, so masking it would corrupt replies ("ok"
+ * became "o*") while hiding nothing worth a secret.
+ */
+export const MIN_MASKED_KEY_CHARS = 8
+
+/** The configured keys worth masking: those of at least MIN_MASKED_KEY_CHARS characters. */
+export const maskedKeys = (keys: ReadonlyArray<string>): ReadonlyArray<string> => keys.filter((k) => k.length >= MIN_MASKED_KEY_CHARS)
+
 const secretHeaders = new Set(["authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie", "x-goog-api-key"])
 
 /** Key-like: provider key prefixes, bearer values, our own tokens, and any long opaque run. */
@@ -21,10 +31,10 @@ const keyLike = [
 
 export const isSecretHeader = (name: string): boolean => secretHeaders.has(name.toLowerCase())
 
-/** Masks key-like strings (and `known` secrets verbatim) in free text. */
+/** Masks key-like strings (and `known` secrets of MIN_MASKED_KEY_CHARS or more verbatim) in free text. */
 export const redactText = (text: string, known: ReadonlyArray<string> = []): string => {
   let out = text
-  for (const secret of known) if (secret.length > 0 && out.includes(secret)) out = out.split(secret).join(REDACTED)
+  for (const secret of known) if (secret.length >= MIN_MASKED_KEY_CHARS && out.includes(secret)) out = out.split(secret).join(REDACTED)
   for (const re of keyLike) {
     out = out.replace(re, (_m, scheme?: string) =>
       typeof scheme === "string" && /^(bearer|basic)$/i.test(scheme) ? `${scheme} ${REDACTED}` : REDACTED
