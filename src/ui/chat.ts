@@ -24,8 +24,13 @@ import { htmlResponse } from "./html.js"
 import { CurrentSession, decodeForm, UiFailure } from "./context.js"
 import { chatBody, type ChatLine } from "./pages/chat.js"
 import { page } from "./pages/layout.js"
+import { placeProblem } from "../domain/place.js"
 
-export const Place = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._-]{1,64}$/, { message: () => "must be 1-64 letters, digits, '.', '_' or '-'" }))
+export const Place = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9._-]{1,64}$/, { message: () => "must be 1-64 letters, digits, '.', '_' or '-'" }),
+  // And a place by the rules of every way in (not '.' or '..').
+  Schema.filter((p) => placeProblem(p) ?? true)
+)
 const PlaceParams = Schema.Struct({ place: Place })
 const MessageForm = Schema.Struct({
   text: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100_000)),

@@ -22,6 +22,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Cause, Data, Deferred, Effect, Option } from "effect"
 import * as http from "node:http"
+import type { Duplex } from "node:stream"
 import { FilesConfig } from "../../config/files.js"
 import { readTokenHashes, tokenMatcher } from "../../config/token-hashes.js"
 import { DeliveryStore } from "../../db/DeliveryStore.js"
@@ -97,6 +98,13 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
 
         const nodeServer = http.createServer()
         nodeServer.keepAliveTimeout = 5_000
+        // Node hands CONNECT to a 'connect' listener and, without one, closes the socket with no
+        // answer: the API has no tunnels, and says so with a status line.
+        nodeServer.on("connect", (_req: http.IncomingMessage, socket: Duplex) => {
+          socket.on("error", () => {})
+          const body = JSON.stringify({ error: "method_not_allowed" })
+          socket.end(`HTTP/1.1 405 Method Not Allowed\r\nallow: GET, POST\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`)
+        })
         const server = yield* NodeHttpServer.make(() => nodeServer, { port: settings.port, host: settings.host }).pipe(
           Effect.mapError((e) => new HttpRuntimeError({ message: `connections.${name}.port: cannot listen on ${settings.host}:${settings.port} (${(e.cause as NodeJS.ErrnoException | undefined)?.code ?? "error"})` }))
         )
