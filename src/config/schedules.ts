@@ -2,6 +2,7 @@ import { Either } from "effect"
 import { Problem } from "../domain/errors.js"
 import type { PynchyConfig } from "./schema.js"
 import { hostTimeZone, isKnownZone, parseCron } from "../domain/due.js"
+import { placeProblem } from "../domain/place.js"
 
 /** Connections every host has without declaring them: `cli` (stdout) and `terminal`. */
 export const BUILTIN_CONNECTIONS: ReadonlyArray<string> = ["cli", "terminal"]
@@ -25,8 +26,10 @@ export const scheduleProblems = (config: PynchyConfig): Array<Problem> => {
     const zone = w.timezone ?? hostTimeZone()
     if (w.timezone !== undefined && !isKnownZone(w.timezone)) at("timezone", `unknown time zone '${w.timezone}' (an IANA name such as Europe/Berlin)`)
     if (w.deliverTo !== undefined) {
-      const { connection } = parseDeliverTo(w.deliverTo)
+      const { connection, place } = parseDeliverTo(w.deliverTo)
       if (!connections.has(connection)) at("deliverTo", `unknown connection '${connection}' (declared: ${[...connections].join(", ")})`)
+      const wrong = placeProblem(place)
+      if (wrong !== undefined) at("deliverTo", `the place (after ':') ${wrong}`)
     }
     if (w.schedule === undefined) return
     if (isKnownZone(zone)) {

@@ -23,9 +23,10 @@ export class ContextCallFailed extends Schema.TaggedError<ContextCallFailed>()("
     return this.reason
   }
 }
+import type { PlaceOwnerStore } from "../db/PlaceOwnerStore.js"
 
 /** What a built-in runtime may talk through; ConnectionRuntimes requires it of the host stack. */
-export type NativeRuntimeServices = HttpClient.HttpClient | DeliveryStore | PublicUrl
+export type NativeRuntimeServices = HttpClient.HttpClient | DeliveryStore | PlaceOwnerStore | PublicUrl
 
 /** The host-owned context, as Effects (the same operations as the Promise context). */
 export interface NativeRuntimeContext {

@@ -16,6 +16,7 @@ import { m0014_delivery_parts } from "./migrations/0014_delivery_parts.js"
 import { m0015_delivery_audio } from "./migrations/0015_delivery_audio.js"
 import { m0016_cluster_connections } from "./migrations/0016_cluster_connections.js"
 import { m0017_delivery_files } from "./migrations/0017_delivery_files.js"
+import { m0018_place_owners } from "./migrations/0018_place_owners.js"
 import { ddl } from "./dialect.js"
 
 /**
@@ -157,5 +158,6 @@ export const migrations = {
   "0014_delivery_parts": m0014_delivery_parts,
   "0015_delivery_audio": m0015_delivery_audio,
   "0016_cluster_connections": m0016_cluster_connections,
-  "0017_delivery_files": m0017_delivery_files
+  "0017_delivery_files": m0017_delivery_files,
+  "0018_place_owners": m0018_place_owners
 } as const

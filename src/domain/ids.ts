@@ -1,7 +1,12 @@
-import { Schema } from "effect"
+import { Either, Schema } from "effect"
+import { controlProblem, placeProblem } from "./place.js"
 
-/** A conversation: one thread on one route (`<connection>:<place>`, e.g. `terminal:default`). */
-export const ConversationId = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(512), Schema.brand("ConversationId"))
+/** A conversation: one thread on one route (`<connection>:<place>`, e.g. `terminal:default`); never a control character. */
+export const ConversationId = Schema.NonEmptyTrimmedString.pipe(
+  Schema.maxLength(512),
+  Schema.filter((id) => controlProblem(id) ?? true),
+  Schema.brand("ConversationId")
+)
 export type ConversationId = typeof ConversationId.Type
 
 /** Messages, turns and deliveries are numbered by the database (rowid: cheap to write and index). */
@@ -43,8 +48,21 @@ export const conversationIdOf = (connection: string, place: string): Conversatio
   ConversationId.make(`${connection}:${place}`)
 
 /**
- * `conversationIdOf` for a decoded inbound message's connection (a slug) and place (trimmed,
- * 1-255 characters), which make a valid id by their own checks: not checked again (Ingest's hot path).
+ * `conversationIdOf` for a decoded inbound message's connection (a slug) and place (a `Place`,
+ * src/domain/place.ts), which make a valid id by their own checks: not checked again (Ingest's hot path).
  */
 export const conversationIdOfChecked = (connection: ConnectionName, place: string): ConversationId =>
   ConversationId.make(`${connection}:${place}`, true)
+
+/**
+ * A conversation id a person typed (`pynchy send -c`), split into its connection and place (no
+ * `:`: a place of `fallback`) and checked by the rules every way in uses: the reason when it is
+ * not one, never the value.
+ */
+export const parseConversationId = (raw: string, fallback: string): Either.Either<{ readonly connection: ConnectionName; readonly place: string }, string> => {
+  const i = raw.indexOf(":")
+  const [connection, place] = i >= 0 ? [raw.slice(0, i), raw.slice(i + 1)] : [fallback, raw]
+  if (!Schema.is(ConnectionName)(connection)) return Either.left(`the connection (before ':') must be 1-64 characters of a-z, 0-9, '.', '_' or '-'; write <connection>:<place>, e.g. cli:default`)
+  const problem = placeProblem(place)
+  return problem !== undefined ? Either.left(`the place (after ':') ${problem}`) : Either.right({ connection, place })
+}

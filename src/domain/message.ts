@@ -1,11 +1,18 @@
 import { Either, Option, type ParseResult, Predicate, Schema, SchemaAST } from "effect"
 import { ConnectionName, ConversationId, MessageId, TurnId } from "./ids.js"
+import { Place } from "./place.js"
 
 /** Free-form, JSON-serialisable metadata a provider attaches to a message. */
 export const Metadata = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 export type Metadata = typeof Metadata.Type
 
-export const MessageText = Schema.String.pipe(Schema.maxLength(1_000_000))
+/** The longest text a message may have, in characters, whichever way it comes in (docs/channels.md). */
+export const MAX_TEXT_CHARS = 100_000
+
+export const MessageText = Schema.String.pipe(Schema.maxLength(MAX_TEXT_CHARS))
+
+/** A message a person writes (the HTTP API's `text`, `pynchy send`): 1 to MAX_TEXT_CHARS characters. */
+export const WrittenText = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_TEXT_CHARS))
 
 /** A file a user sent with a message; saved into the workspace inbox before the message commits. */
 export const InboundFile = Schema.Struct({
@@ -25,7 +32,7 @@ export type InboundFile = typeof InboundFile.Type
 export class InboundMessageInput extends Schema.Class<InboundMessageInput>("InboundMessageInput")({
   connection: ConnectionName,
   /** The provider's place: a room id, a chat id, a terminal session name. */
-  place: Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(255)),
+  place: Place,
   providerEventId: Schema.NonEmptyString.pipe(Schema.maxLength(255)),
   sender: Schema.NonEmptyString.pipe(Schema.maxLength(255)),
   text: MessageText,

@@ -3,6 +3,7 @@ import { ConnectionName, ConversationId, WorkspaceId } from "./ids.js"
 import { WorkspaceScheduleFields } from "./schedule.js"
 import { CLAUDE_CODE_DEFAULTS, CLAUDE_CODE_PERMISSION_MODES } from "../protocol/agent-cores.js"
 import { SANDBOX_TOOLS, SandboxToolName } from "../protocol/sandbox-tools.js"
+import { Place } from "./place.js"
 
 export class SandboxSettings extends Schema.Class<SandboxSettings>("SandboxSettings")({
   /** Container runtime name; unset means the host default. */
@@ -72,7 +73,7 @@ export class Workspace extends Schema.Class<Workspace>("Workspace")({
 /** (connection, provider place) → workspace. A place of `*` matches every place of the connection. */
 export class Route extends Schema.Class<Route>("Route")({
   connection: ConnectionName,
-  place: Schema.NonEmptyTrimmedString,
+  place: Place,
   workspace: WorkspaceId,
   enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   /**

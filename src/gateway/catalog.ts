@@ -8,6 +8,7 @@ import * as fs from "node:fs"
 import type { ProviderConfig } from "../config/schema.js"
 import { Problem } from "../domain/errors.js"
 import type { GatewayConfig } from "../config/gateway.js"
+import { maskedKeys } from "./redact.js"
 
 export type ProviderKind = ProviderConfig["kind"]
 
@@ -43,7 +44,7 @@ export interface Group {
 export interface Catalog {
   readonly deployments: ReadonlyArray<Deployment>
   readonly groups: ReadonlyMap<string, Group>
-  /** Plain key values, only for the redactor. */
+  /** Plain key values, only for the redactor: those long enough to mask (MIN_MASKED_KEY_CHARS). */
   readonly secrets: ReadonlyArray<string>
 }
 
@@ -176,6 +177,6 @@ export const resolveCatalog = (
     return {
       deployments: [...final.values()],
       groups: new Map([...groups.values()].map((g) => [g.name, { name: g.name, fallbacks: g.fallbacks, deployments: g.deployments.map((d) => final.get(d.id)!) }])),
-      secrets: [...byName.values()].flatMap(({ key }) => Option.isSome(key) ? [Redacted.value(key.value)] : [])
+      secrets: maskedKeys([...byName.values()].flatMap(({ key }) => Option.isSome(key) ? [Redacted.value(key.value)] : []))
     }
   })

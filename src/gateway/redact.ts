@@ -4,9 +4,13 @@
  * every configured provider key, wherever it appears. Text is masked by src/protocol/redact-text.ts.
  */
 import { Effect } from "effect"
-import { REDACTED, redactText } from "../protocol/redact-text.js"
+import { MIN_MASKED_KEY_CHARS, REDACTED, redactText } from "../protocol/redact-text.js"
 
-export { REDACTED, redactText }
+export { MIN_MASKED_KEY_CHARS, REDACTED, redactText }
+
+
+/** The configured keys worth masking: those of at least MIN_MASKED_KEY_CHARS characters. */
+export const maskedKeys = (keys: ReadonlyArray<string>): ReadonlyArray<string> => keys.filter((k) => k.length >= MIN_MASKED_KEY_CHARS)
 
 const secretHeaders = new Set(["authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie", "x-goog-api-key"])
 

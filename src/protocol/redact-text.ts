@@ -17,10 +17,17 @@ const keyLike = [
   /[A-Za-z0-9_+/=-]{40,}/g
 ]
 
-/** Masks key-like strings (and `known` secrets verbatim) in free text. */
+/**
+ * The shortest known secret that is masked. A shorter one (`k`, `none`: dummy keys for local
+ * servers are common) is found inside ordinary words, so masking it would corrupt replies ("ok"
+ * became "o*") while hiding nothing worth a secret.
+ */
+export const MIN_MASKED_KEY_CHARS = 8
+
+/** Masks key-like strings (and `known` secrets of MIN_MASKED_KEY_CHARS or more, verbatim) in free text. */
 export const redactText = (text: string, known: ReadonlyArray<string> = []): string => {
   let out = text
-  for (const secret of known) if (secret.length > 0 && out.includes(secret)) out = out.split(secret).join(REDACTED)
+  for (const secret of known) if (secret.length >= MIN_MASKED_KEY_CHARS && out.includes(secret)) out = out.split(secret).join(REDACTED)
   for (const re of keyLike) {
     out = out.replace(re, (_m, scheme?: string) =>
       typeof scheme === "string" && /^(bearer|basic)$/i.test(scheme) ? `${scheme} ${REDACTED}` : REDACTED

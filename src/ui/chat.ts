@@ -10,7 +10,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { type Deferred, Effect, Option, Schema } from "effect"
-import { clientOf } from "../channels/http/HttpRuntime.js"
+import { clientOf } from "../channels/http/tokens.js"
 import { bodyDigest, keyedEventId } from "../channels/http/idempotency.js"
 import type { ReplyHub } from "../channels/http/replies.js"
 import { repliesAfter, replyStream } from "../channels/http/reply-stream.js"
@@ -24,8 +24,13 @@ import { htmlResponse } from "./html.js"
 import { CurrentSession, decodeForm, UiFailure } from "./context.js"
 import { chatBody, type ChatLine } from "./pages/chat.js"
 import { page } from "./pages/layout.js"
+import { placeProblem } from "../domain/place.js"
 
-export const Place = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._-]{1,64}$/, { message: () => "must be 1-64 letters, digits, '.', '_' or '-'" }))
+export const Place = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9._-]{1,64}$/, { message: () => "must be 1-64 letters, digits, '.', '_' or '-'" }),
+  // And a place by the rules of every way in (not '.' or '..').
+  Schema.filter((p) => placeProblem(p) ?? true)
+)
 const PlaceParams = Schema.Struct({ place: Place })
 const MessageForm = Schema.Struct({
   text: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100_000)),

@@ -68,8 +68,9 @@ describe("files over the HTTP API", () => {
       assert.strictEqual(got.status, 200)
       assert.strictEqual(got.type, "text/plain")
       assert.strictEqual(new TextDecoder().decode(got.bytes), "the summary")
-      // Another token's client has no such reply; a file number past the reply's is not found.
-      assert.strictEqual((yield* call(`${base}${reply!.files![0]!.url}`, { token: OTHER })).status, 404)
+      // Another token: the place is the first token's (403 place_owned; in a shared place, 404: the reply is not its own).
+      assert.strictEqual((yield* call(`${base}${reply!.files![0]!.url}`, { token: OTHER })).status, 403)
+      // A file number past the reply's is not found.
       assert.strictEqual((yield* call(`${base}/v1/conversations/room/replies/${reply!.id}/files/2`)).status, 404)
     }))
 

@@ -14,6 +14,7 @@ import { ConversationId, MessageId } from "../../src/domain/ids.js"
 import { tempDir } from "../support/db.js"
 import { streamingExecutor } from "../support/streaming.js"
 import { eventually } from "../support/eventually.js"
+import * as net from "node:net"
 
 const TOKEN = "test-token-1"
 const TOKEN_B = "test-token-2"
@@ -26,8 +27,9 @@ const config = (dir: string) =>
     connections: {}
   }, "test config"))
 
+// The places both tokens write to are shared (every other place is its first writer's: http-owners.test.ts).
 const runtimeFor = (name = "web") =>
-  makeHttpRuntime({ name, settings: decodeHttpSettings(name, { kind: "http", port: 0, tokens: [hashToken(TOKEN), hashToken(TOKEN_B)] }), dataDir: tempDir() })
+  makeHttpRuntime({ name, settings: decodeHttpSettings(name, { kind: "http", port: 0, tokens: [{ hash: hashToken(TOKEN), name: "me" }, hashToken(TOKEN_B)], sharedPlaces: ["a", "b", "shared"] }), dataDir: tempDir() })
 
 const withHost = (runtime: HttpRuntime) =>
   Effect.gen(function* () {
@@ -235,6 +237,48 @@ describe("HTTP API connection", () => {
       assert.deepStrictEqual([badAfter.status, pathsOf(badAfter)], [400, ["query.after"]])
       const unrouted = yield* post(base, "elsewhere", { text: "x" })
       assert.deepStrictEqual([unrouted.status, unrouted.body.error, pathsOf(unrouted)], [404, "no_route", ["place"]])
+    }))
+
+  it.scopedLive("places: 1-255 characters are served; longer, empty, badly encoded, '.', '..' or holding a control character is a 400 naming place; CONNECT gets a status line", () =>
+    Effect.gen(function* () {
+      const { ctx, base } = yield* withHost(runtimeFor())
+      const port = Number(new URL(base).port)
+      // 101-255 characters are places like any other (a router limit once made them 404), in any script.
+      for (const place of ["p".repeat(101), "p".repeat(255), "é".repeat(255), "日本".repeat(127)]) {
+        const r = yield* post(base, place, { text: "x" })
+        assert.deepStrictEqual([r.status, r.body.conversationId], [202, `web:${place}`], `${place.length} characters`)
+      }
+      // Sent as raw bytes: fetch would normalise '..' and re-encode the rest.
+      const raw = (request: string) =>
+        Effect.async<string>((resume) => {
+          const socket = net.connect(port, "127.0.0.1", () => socket.end(request))
+          let answer = ""
+          socket.setEncoding("latin1").on("data", (d: string) => (answer += d))
+          socket.on("close", () => resume(Effect.succeed(answer)))
+          socket.on("error", () => resume(Effect.succeed(answer)))
+        })
+      const request = (method: string, target: string, body = "") =>
+        raw(`${method} ${target} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`)
+      const bad = ["p".repeat(256), "%C3%A9".repeat(256), "", "%zz", "a%", "%ED%A0%80", "%F0%9F", ".", "..", "%2E%2E", "%00", "a%0Ab", "a%09b", "%C2%85", "%20a", "a%20"]
+      for (const segment of bad) {
+        for (const [method, suffix, body] of [["POST", "messages", "{\"text\":\"x\"}"], ["GET", "replies?after=0", ""], ["GET", "stream", ""]] as const) {
+          const answer = yield* request(method, `/v1/conversations/${segment}/${suffix}`, body)
+          const [head, json] = answer.split("\r\n\r\n")
+          const label = `${method} ${segment.slice(0, 30)}/${suffix}`
+          assert.match(head!, /^HTTP\/1\.1 400 /, label)
+          const parsed = JSON.parse(json!.replace(/^[0-9a-f]+\r\n|\r\n0\r\n$/g, ""))
+          assert.strictEqual(parsed.error, "invalid_request", label)
+          assert.deepStrictEqual(parsed.problems.map((p: { path: string }) => p.path), ["place"], label)
+        }
+      }
+      // No conversation was made with any of them.
+      const conversations = yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ id: string }>`SELECT id FROM conversations`).pipe(Effect.provide(ctx))
+      assert.strictEqual(conversations.length, 4)
+      // CONNECT is answered with a status line, not a closed socket.
+      const connect = yield* raw("CONNECT example.com:443 HTTP/1.1\r\nhost: example.com:443\r\n\r\n")
+      assert.match(connect, /^HTTP\/1\.1 405 /)
+      // The server still serves.
+      assert.strictEqual((yield* post(base, "after", { text: "x" })).status, 202)
     }))
 
   it.scopedLive("a body over maxBodyBytes gets its 413 (the client sent it all and reads the answer, no reset)", () =>

@@ -330,10 +330,17 @@ describe("Slack runtime in HTTP mode", () => {
       assert.strictEqual(retried.status, 200)
       const stale = yield* Effect.promise(() => signedRequest(url, SIGNING_SECRET, event("EvH2", "stale", "1.2"), { timestamp: Math.floor(Date.now() / 1000) - 3600 }))
       assert.strictEqual(stale.status, 401)
+      // Signed correctly but from 10 minutes ahead: the skew counts both ways (5 minutes), as in Slack's recipe.
+      const future = yield* Effect.promise(() => signedRequest(url, SIGNING_SECRET, event("EvH3", "from the future", "1.3"), { timestamp: Math.floor(Date.now() / 1000) + 600 }))
+      assert.strictEqual(future.status, 401)
+      // Within the window ahead (clocks drift) is still accepted.
+      const ahead = yield* Effect.promise(() => signedRequest(url, SIGNING_SECRET, event("EvH4", "slightly ahead", "1800000001.000004"), { timestamp: Math.floor(Date.now() / 1000) + 60 }))
+      assert.strictEqual(ahead.status, 200)
       const url2 = yield* Effect.promise(() => signedRequest(url, SIGNING_SECRET, { type: "url_verification", challenge: "abc123", token: "x" }))
       assert.strictEqual(yield* Effect.promise(() => url2.json() as Promise<unknown>).pipe(Effect.map((b) => (b as { challenge?: string }).challenge)), "abc123")
-      assert.deepStrictEqual((yield* store.recent(`sl:${dm}` as never, 10)).filter((m) => m.direction === "in").map((m) => m.text), ["over http"])
-      assert.deepStrictEqual(texts(dm), ["echo: over http"])
+      assert.deepStrictEqual((yield* store.recent(`sl:${dm}` as never, 10)).filter((m) => m.direction === "in").map((m) => m.text), ["over http", "slightly ahead"])
+      yield* awaitPosts(dm, 2)
+      assert.deepStrictEqual(texts(dm), ["echo: over http", "echo: slightly ahead"])
     }))
 })
 

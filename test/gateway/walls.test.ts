@@ -443,3 +443,31 @@ describe("walls: connections held by one client leave room for the others (issue
       assert.match(heard, /^HTTP\/1\.1 408 /)
     }))
 })
+
+describe("walls: a short key is not masked in ordinary words (issue 43, item 8)", () => {
+  it.scoped("a 1-character key leaves a reply 'ok' whole; an 8-character key is still masked", () =>
+    Effect.gen(function* () {
+      const up = yield* scriptedUpstream((hit, res) =>
+        json(res, 200, JSON.stringify({
+          id: "chatcmpl-1", object: "chat.completion", model: hit.body.model,
+          choices: [{ index: 0, message: { role: "assistant", content: `ok, ${hit.body.model === "long" ? "key12345" : "fine"}` }, finish_reason: "stop" }],
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }
+        })))
+      const dir = tempDir()
+      const keyFile = (name: string, key: string) => {
+        const file = path.join(dir, name)
+        fs.writeFileSync(file, key)
+        return file
+      }
+      const gw = yield* startGateway([
+        provider({ name: "short", baseUrl: up.url, apiKeyFile: keyFile("short", "k"), models: ["m"] }),
+        provider({ name: "eight", baseUrl: up.url, apiKeyFile: keyFile("eight", "key12345"), models: ["long"] })
+      ], { retry: { attempts: 1 } })
+      const { token } = yield* gw.mintToken({ workspace: "main", conversationId: "c", expiresAt: HOUR })
+      const send = (model: string) => call({ socketPath: gw.socketPath! }, { path: "/v1/chat/completions", token: Redacted.value(token), body: ask({ model }) })
+      const short = JSON.parse((yield* send("m")).body)
+      assert.strictEqual(short.choices[0].message.content, "ok, fine")
+      const long = JSON.parse((yield* send("long")).body)
+      assert.strictEqual(long.choices[0].message.content, "ok, ********")
+    }))
+})

@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Either, FastCheck as fc, Schema } from "effect"
 import { conversationIdOf, conversationIdOfChecked } from "../../src/domain/ids.js"
-import { decodeInboundMessage, InboundMessageInput } from "../../src/domain/message.js"
+import { decodeInboundMessage, InboundMessageInput, MAX_TEXT_CHARS } from "../../src/domain/message.js"
 import { problemsOf } from "../../src/domain/problems.js"
 
 // The class's own fields (metadata defaults to an empty record): what `new InboundMessageInput` accepts.
@@ -56,6 +56,25 @@ describe("decodeInboundMessage: the guard accepts what decoding accepts", () => 
       assert.deepStrictEqual(hostile, { a: 2 })
       assert.isUndefined((hostile as Record<string, unknown>).isAdmin)
     }
+  })
+
+  it("a place is refused, naming place, when it holds a control character or a lone surrogate, is '.' or '..', has a space at an end or is over 255 characters; every channel ingests through this", () => {
+    const base = { connection: "test", providerEventId: "e1", sender: "u", text: "hi" }
+    for (const place of ["\u0000", "a\u0000b", "a\nb", "a\tb", "\u001b[31m", "a\u007f", "a\u0085b", "a\ud800", "\udc00b", ".", "..", " a", "a ", "", "p".repeat(256)]) {
+      const r = decodeInboundMessage({ ...base, place })
+      assert.isTrue(Either.isLeft(r), JSON.stringify(place))
+      if (Either.isLeft(r)) assert.deepStrictEqual(problemsOf(r.left).map((p) => p.path), ["place"], JSON.stringify(place))
+    }
+    for (const place of ["p".repeat(255), "日本", "a b", "…", "😀", "C0123/1700000000.000100", "!room:example.org", "*"]) assert.isTrue(Either.isRight(decodeInboundMessage({ ...base, place })), place)
+    // A conversation id made any other way is refused too.
+    assert.throws(() => conversationIdOf("web", "a\nb"))
+  })
+
+  it("a text over MAX_TEXT_CHARS (the HTTP API's and `pynchy send`'s limit) is refused by ingest too", () => {
+    const base = { connection: "test", place: "p", providerEventId: "e1", sender: "u" }
+    assert.isTrue(Either.isRight(decodeInboundMessage({ ...base, text: "x".repeat(MAX_TEXT_CHARS) })))
+    const r = decodeInboundMessage({ ...base, text: "x".repeat(MAX_TEXT_CHARS + 1) })
+    assert.isTrue(Either.isLeft(r) && problemsOf(r.left).some((p) => p.path === "text"))
   })
 
   it("a refused payload names every problem", () => {

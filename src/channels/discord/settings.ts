@@ -4,6 +4,7 @@
  * relative to dataDir). The token itself never appears in the YAML.
  */
 import { Either, Schema } from "effect"
+import { MAX_TEXT_CHARS } from "../../domain/message.js"
 import { problemsOf } from "../../domain/problems.js"
 import { type Credential, credentialOf } from "../token.js"
 
@@ -24,7 +25,7 @@ export const DiscordSettings = Schema.Struct({
     { default: () => ["https://cdn.discordapp.com", "https://media.discordapp.net"] }
   ),
   /** An inbound text longer than this is refused (logged and skipped, never stored). */
-  maxInboundChars: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1_000_000)), { default: () => 16_384 }),
+  maxInboundChars: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, MAX_TEXT_CHARS)), { default: () => 16_384 }),
   /** After an outage, at most this many pages of 100 messages are read back per channel. */
   catchUpPages: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100)), { default: () => 10 })
 })

@@ -21,17 +21,19 @@
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Cause, Data, Deferred, Effect, Option } from "effect"
-import { createHash } from "node:crypto"
 import * as http from "node:http"
+import type { Duplex } from "node:stream"
 import { FilesConfig } from "../../config/files.js"
 import { readTokenHashes, tokenMatcher } from "../../config/token-hashes.js"
 import { DeliveryStore } from "../../db/DeliveryStore.js"
 import { ChannelSendFailed, nativeChannel } from "../../contracts/channel.js"
 import { native, type NativeConnectionRuntime } from "../../contracts/native-runtime.js"
 import { resolvePublicUrl } from "../../contracts/public-url.js"
+import { PlaceOwnerStore } from "../../db/PlaceOwnerStore.js"
 import { Caller, HttpFailure, json, makeRouter } from "./api.js"
 import { ReplyHub } from "./replies.js"
 import type { HttpSettings } from "./settings.js"
+import { hashesOf, identities } from "./tokens.js"
 
 export class HttpRuntimeError extends Data.TaggedError("HttpRuntimeError")<{ readonly message: string }> {}
 
@@ -49,15 +51,12 @@ export interface HttpRuntime extends NativeConnectionRuntime {
   port(): number | undefined
 }
 
-/** The id stored with a token's messages (metadata `client`): derived from its hash, never the hash itself. */
-export const clientOf = (tokenHash: string) => createHash("sha256").update(`pynchy-http-client\u0000${tokenHash}`).digest("hex").slice(0, 32)
-
 export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
   const { name, settings } = options
   let port: number | undefined
   let listening = false
 
-  const readTokens = readTokenHashes(`connections.${name}`, settings, options.dataDir).pipe(
+  const readTokens = readTokenHashes(`connections.${name}`, { tokens: hashesOf(settings.tokens), tokensFile: settings.tokensFile }, options.dataDir).pipe(
     Effect.mapError((e) => new HttpRuntimeError({ message: e.message }))
   )
 
@@ -65,23 +64,26 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
     name,
     start: (context) =>
       Effect.gen(function* () {
-        const match = tokenMatcher(yield* readTokens)
+        const hashes = yield* readTokens
+        const match = tokenMatcher(hashes)
+        const callers = identities(hashes, settings.tokens)
         /** The configured hash of the bearer token, or none. */
         const authenticate = (authorization: string | undefined) =>
           authorization === undefined || !authorization.startsWith("Bearer ") ? Option.none<string>() : match(authorization.slice("Bearer ".length).trim())
         const deliveries = yield* DeliveryStore
+        const owners = yield* PlaceOwnerStore
         const hub = new ReplyHub()
         const closing = yield* Deferred.make<void>()
         // Audio URLs are paths of this server unless `publicUrl` gives their base.
         const baseUrl = settings.publicUrl === undefined ? undefined : yield* resolvePublicUrl(settings.publicUrl, "", `connections.${name}.publicUrl`)
-        const router = makeRouter({ name, settings, context, deliveries, hub, closing, files: options.files ?? FilesConfig.make({}), ...(baseUrl !== undefined ? { baseUrl } : {}) })
+        const router = makeRouter({ name, settings, context, deliveries, owners, hub, closing, files: options.files ?? FilesConfig.make({}), ...(baseUrl !== undefined ? { baseUrl } : {}) })
 
         const app = Effect.gen(function* () {
           const req = yield* HttpServerRequest.HttpServerRequest
           const tokenHash = authenticate(req.headers["authorization"])
           if (Option.isNone(tokenHash)) return json(401, { error: "unauthorized" }, { "www-authenticate": "Bearer" })
           return yield* router.pipe(
-            Effect.provideService(Caller, { tokenHash: tokenHash.value, client: clientOf(tokenHash.value) }),
+            Effect.provideService(Caller, callers.get(tokenHash.value)!),
             Effect.catchTag("RouteNotFound", () => Effect.succeed(json(404, { error: "not_found" })))
           )
         }).pipe(
@@ -96,6 +98,13 @@ export const makeHttpRuntime = (options: HttpRuntimeOptions): HttpRuntime => {
 
         const nodeServer = http.createServer()
         nodeServer.keepAliveTimeout = 5_000
+        // Node hands CONNECT to a 'connect' listener and, without one, closes the socket with no
+        // answer: the API has no tunnels, and says so with a status line.
+        nodeServer.on("connect", (_req: http.IncomingMessage, socket: Duplex) => {
+          socket.on("error", () => {})
+          const body = JSON.stringify({ error: "method_not_allowed" })
+          socket.end(`HTTP/1.1 405 Method Not Allowed\r\nallow: GET, POST\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`)
+        })
         const server = yield* NodeHttpServer.make(() => nodeServer, { port: settings.port, host: settings.host }).pipe(
           Effect.mapError((e) => new HttpRuntimeError({ message: `connections.${name}.port: cannot listen on ${settings.host}:${settings.port} (${(e.cause as NodeJS.ErrnoException | undefined)?.code ?? "error"})` }))
         )

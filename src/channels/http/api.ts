@@ -9,12 +9,15 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import { Context, Data, type Deferred, Effect, Option, type ParseResult, Schema } from "effect"
+import { Context, Data, type Deferred, Effect, Either, Option, type ParseResult, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import type { FilesConfig } from "../../config/files.js"
 import type { DeliveryStore } from "../../db/DeliveryStore.js"
+import type { PlaceOwnerStore } from "../../db/PlaceOwnerStore.js"
 import { mimeTypeOf, refusalOf, safeName } from "../../files/names.js"
 import { ConversationId } from "../../domain/ids.js"
+import { MAX_PLACE_CHARS, placeProblem } from "../../domain/place.js"
+import { WrittenText } from "../../domain/message.js"
 import { problemsOf } from "../../domain/problems.js"
 import type { NativeRuntimeContext } from "../../contracts/native-runtime.js"
 import { BodyTooLarge, readBody } from "./body.js"
@@ -22,9 +25,7 @@ import { bodyDigest, keyedEventId } from "./idempotency.js"
 import type { ReplyHub } from "./replies.js"
 import { repliesAfter as repliesAfterOf, replyStream } from "./reply-stream.js"
 import type { HttpSettings } from "./settings.js"
-
-/** The longest `text` a message may have, in characters (docs/channels.md). */
-export const MAX_TEXT_CHARS = 100_000
+import type { TokenIdentity } from "./tokens.js"
 
 /** A file posted with a message: its bytes in base64 (the whole body stays within `maxBodyBytes`). */
 const PostFile = Schema.Struct({
@@ -34,13 +35,11 @@ const PostFile = Schema.Struct({
 })
 
 export const PostBody = Schema.Struct({
-  text: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_TEXT_CHARS)),
+  text: WrittenText,
   sender: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255))),
   files: Schema.optional(Schema.Array(PostFile).pipe(Schema.maxItems(100)))
 })
 const decodeBody = Schema.decodeUnknown(Schema.parseJson(PostBody), { errors: "all", onExcessProperty: "error" })
-const Place = Schema.String.pipe(Schema.filter((p) => (p.trim() !== "" && p.length <= 255) || "must be 1-255 characters"))
-const PlaceParams = Schema.Struct({ place: Place })
 const IdempotencyKey = Schema.String.pipe(Schema.filter((k) => /^[\x21-\x7e]{1,200}$/.test(k) || "must be 1-200 visible ASCII characters"))
 const PostHeaders = Schema.Struct({ "idempotency-key": Schema.optionalWith(IdempotencyKey, { exact: true }) })
 const ReplyId = Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative(), Schema.lessThanOrEqualTo(Number.MAX_SAFE_INTEGER))
@@ -63,6 +62,32 @@ export class HttpFailure extends Data.TaggedError("HttpFailure")<{
 const dedupe = (problems: ReadonlyArray<{ readonly path: string; readonly reason: string }>) =>
   problems.filter((p, i) => problems.findIndex((q) => q.path === p.path && q.reason === p.reason) === i)
 
+const CONVERSATIONS = "/v1/conversations/"
+
+/**
+ * The place of a `/v1/conversations/{place}/...` request target, decoded and checked by the rules
+ * of every way in (src/domain/place.ts); undefined for other paths. Read from the raw target, not
+ * the router's parameter: the router would answer 404 for a place it cannot decode or match (an
+ * empty one, `%zz`, an encoded lone surrogate), and the API's answer is a 400 naming `place`.
+ */
+export const placeOfTarget = (target: string): Either.Either<string, HttpFailure> | undefined => {
+  if (!target.startsWith(CONVERSATIONS)) return undefined
+  const rest = target.slice(CONVERSATIONS.length)
+  const end = rest.search(/[/?#]/)
+  const segment = end === -1 ? rest : rest.slice(0, end)
+  const refuse = (reason: string) => Either.left(new HttpFailure({ status: 400, body: { error: "invalid_request", problems: [{ path: "place", reason }] } }))
+  // At most 12 characters of escapes per character: a longer segment is too long before decoding it.
+  if (segment.length > MAX_PLACE_CHARS * 12) return refuse(`must be 1-${MAX_PLACE_CHARS} characters`)
+  let place: string
+  try {
+    place = decodeURIComponent(segment)
+  } catch {
+    return refuse("must be percent-encoded UTF-8 (it holds a bad escape or byte sequence)")
+  }
+  const problem = placeProblem(place)
+  return problem === undefined ? Either.right(place) : refuse(problem)
+}
+
 /** The bad input of one part of the request (`body`, `header.Idempotency-Key`, ...), as a 400. */
 const invalid = (prefix: string, rename: Record<string, string> = {}) => (error: ParseResult.ParseError) =>
   new HttpFailure({
@@ -79,14 +104,15 @@ const invalid = (prefix: string, rename: Record<string, string> = {}) => (error:
 export const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status, headers: { "cache-control": "no-store", ...headers } })
 
-/** The caller: the client id derived from its token (stored with its messages; replies are scoped to it). */
-export class Caller extends Context.Tag("pynchy/http/Caller")<Caller, { readonly tokenHash: string; readonly client: string }>() {}
+/** The caller: its token's client id (stored with its messages; replies and places are scoped to it) and name (their sender). */
+export class Caller extends Context.Tag("pynchy/http/Caller")<Caller, TokenIdentity>() {}
 
 export interface ApiOptions {
   readonly name: string
   readonly settings: HttpSettings
   readonly context: NativeRuntimeContext
   readonly deliveries: DeliveryStore.Service
+  readonly owners: PlaceOwnerStore.Service
   readonly hub: ReplyHub
   /** The public base URL of the API (`publicUrl`), without a trailing slash; none: audio URLs are paths. */
   readonly baseUrl?: string
@@ -96,15 +122,49 @@ export interface ApiOptions {
   readonly files: FilesConfig
 }
 
+/** The most place owners kept in memory; past it the map starts again (the table has them all). */
+const KNOWN_OWNERS = 10_000
+
 export const makeRouter = (options: ApiOptions) => {
-  const { context, deliveries, hub, name, settings } = options
+  const { context, deliveries, hub, name, owners, settings } = options
+
+  // A place belongs to the token that first wrote to it (place_owners); an owner never changes,
+  // so once read it is kept here and a request in a known place costs no query.
+  const shared = new Set(settings.sharedPlaces)
+  const knownOwners = new Map<string, string>()
+  const remember = (place: string, owner: string) => {
+    if (knownOwners.size >= KNOWN_OWNERS) knownOwners.clear()
+    knownOwners.set(place, owner)
+    return owner
+  }
+  const placeOwned = new HttpFailure({
+    status: 403,
+    body: { error: "place_owned", problems: [{ path: "place", reason: "another token wrote to this place first and owns it; a place every token may use is listed in sharedPlaces" }] }
+  })
+  /** Refuses a caller that does not own the place (unless it is shared); `claim` makes the caller the owner of a place nobody owns. */
+  const checkOwner = (place: string, client: string, claim: boolean) =>
+    Effect.gen(function* () {
+      if (shared.has(place)) return
+      let owner = knownOwners.get(place)
+      if (owner === undefined) {
+        owner = claim
+          ? remember(place, yield* owners.claim({ connection: name, place, owner: client }))
+          : Option.getOrUndefined(Option.map(yield* owners.ownerOf({ connection: name, place }), (o) => remember(place, o)))
+      }
+      if (owner !== undefined && owner !== client) return yield* placeOwned
+    })
 
   /** The place of the path, which an enabled route of this connection must cover. */
   const routedPlace = Effect.gen(function* () {
-    const { place } = yield* HttpRouter.schemaPathParams(PlaceParams).pipe(Effect.mapError(invalid("")))
+    const target = placeOfTarget((yield* HttpServerRequest.HttpServerRequest).url)
+    // Routes of this router are all under /v1/conversations/{place}: the target has a place.
+    if (target === undefined) return yield* new HttpFailure({ status: 404, body: { error: "not_found" } })
+    if (Either.isLeft(target)) return yield* target.left
+    const place = target.right
     if (!context.routes(name).some((r) => r.place === place || r.place === "*")) {
       return yield* new HttpFailure({ status: 404, body: { error: "no_route", problems: [{ path: "place", reason: `no enabled route of connection '${name}' matches this place` }] } })
     }
+    yield* checkOwner(place, (yield* Caller).client, false)
     return { place, conversationId: ConversationId.make(`${name}:${place}`) }
   })
 
@@ -152,13 +212,15 @@ export const makeRouter = (options: ApiOptions) => {
     const files = body.files ?? []
     yield* checkFiles(files)
     // The fingerprint covers the files too: a retry with other files under the same key is a conflict.
+    // The body's `sender` counts in the fingerprint (as it always did) but never names the sender: the token's name does.
     const message = { sender: body.sender ?? "http", text: body.text, ...(files.length > 0 ? { files: files.map((f) => ({ name: f.name, type: f.type ?? "", digest: createHash("sha256").update(f.base64).digest("hex") })) } : {}) }
     const key = headers["idempotency-key"]
+    yield* checkOwner(place, caller.client, true)
     const result = yield* context.ingest({
       connection: name,
       place,
       metadata: { client: caller.client },
-      sender: message.sender,
+      sender: caller.name,
       text: message.text,
       ...(files.length > 0 ? { files: files.map((f) => ({ name: f.name, ...(f.type !== undefined ? { mimeType: f.type } : {}), bytes: f.base64 })) } : {}),
       ...(key === undefined
@@ -233,13 +295,20 @@ export const makeRouter = (options: ApiOptions) => {
     return replyStream({ deliveries, hub, conversationId, place, client, after, pageSize: settings.keepReplies, audioUrl: audioUrl(place), fileUrl: fileUrl(place), closing: options.closing })
   })
 
-  return HttpRouter.empty.pipe(
+  const router = HttpRouter.empty.pipe(
     HttpRouter.all("/v1/conversations/:place/messages", messages),
     HttpRouter.all("/v1/conversations/:place/replies", replies),
     HttpRouter.all("/v1/conversations/:place/replies/:id/audio", audio),
     HttpRouter.all("/v1/conversations/:place/replies/:id/files/:n", file),
     HttpRouter.all("/v1/conversations/:place/stream", stream)
   )
+  // A bad place is refused before routing (the router has no 400); the router's own limit on a
+  // parameter (100 characters by default) is the place's. It reads the limit when it first runs.
+  return Effect.gen(function* () {
+    const place = placeOfTarget((yield* HttpServerRequest.HttpServerRequest).url)
+    if (place !== undefined && Either.isLeft(place)) return yield* place.left
+    return yield* HttpRouter.withRouterConfig(router, { maxParamLength: MAX_PLACE_CHARS })
+  })
 }
 
 /** The configured hash whose token the request carries, or none. */

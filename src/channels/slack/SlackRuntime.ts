@@ -43,7 +43,7 @@ import { decodeCallback, isDirect, type MessageEvent, placeOf, targetOf } from "
 import { fileOrigins, notShared, receiveFiles, uploadFile } from "./files.js"
 import { compareTs, fromHistory, laterTs, type Positions, readPositions, receiptOf, writePositions } from "./history.js"
 import { fromSlackText, toMrkdwn } from "./mrkdwn.js"
-import { boltLogger, SocketBridge } from "./receivers.js"
+import { boltLogger, checkSkew, SocketBridge } from "./receivers.js"
 import type { SlackSettings } from "./settings.js"
 import * as SlackApi from "./SlackApi.js"
 import { importModule } from "../../system/import-module.js"
@@ -105,12 +105,12 @@ export const makeSlackRuntime = (options: SlackRuntimeOptions): NativeConnection
       const logger = boltLogger(runtime, name)
       const receiver = settings.mode === "socket"
         ? new SocketBridge()
-        : new bolt.HTTPReceiver({
+        : checkSkew(new bolt.HTTPReceiver({
           signingSecret: yield* readSecret(name, "signingSecretEnv", settings.signingSecretEnv!),
           endpoints: [settings.path],
           processBeforeResponse: true,
           logger
-        })
+        }), yield* Effect.clock)
       const app = new bolt.App({
         token: botToken,
         receiver,

@@ -7,9 +7,11 @@
  *   `processEvent` resolved, i.e. once the message is committed. A failed ingest is not acked,
  *   so Slack delivers the event again.
  * - HTTP: bolt's `HTTPReceiver`, which verifies each request's signature (HMAC-SHA256 of the body
- *   with the signing secret, timestamp within 5 minutes; 401 otherwise), with
- *   `processBeforeResponse`, so the 200 goes out after the listener committed; a failure answers
- *   500 and Slack retries.
+ *   with the signing secret; 401 otherwise), with `processBeforeResponse`, so the 200 goes out
+ *   after the listener committed; a failure answers 500 and Slack retries. Bolt refuses only a
+ *   timestamp more than 5 minutes in the past; `checkSkew` refuses one more than 5 minutes either
+ *   way, before bolt handles the request, so a signed request held back and replayed from the
+ *   future is refused too.
  *
  * Bolt and the socket client log through `boltLogger`: warnings and errors become the host's
  * warnings (their texts name no content at those levels); debug and info, which may print
@@ -17,7 +19,31 @@
  */
 import type * as Bolt from "@slack/bolt"
 import type { SocketModeClient } from "@slack/socket-mode"
-import { Effect, Runtime } from "effect"
+import { type Clock, Effect, Runtime } from "effect"
+import type * as http from "node:http"
+
+/** How far a request's `x-slack-request-timestamp` may be from the host's clock, either way (Slack's recipe). */
+export const MAX_SKEW_SECONDS = 5 * 60
+
+/**
+ * Wraps an HTTPReceiver's request listener: a request whose timestamp is more than
+ * MAX_SKEW_SECONDS from `clock`'s time, in the past or the future, gets 401 and is not handled.
+ * A missing or malformed timestamp is left to bolt (which refuses it).
+ */
+export const checkSkew = (receiver: Bolt.HTTPReceiver, clock: Clock.Clock) => {
+  const handle = receiver.requestListener
+  receiver.requestListener = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const header = req.headers["x-slack-request-timestamp"]
+    const timestamp = typeof header === "string" && /^\d{1,12}$/.test(header) ? Number(header) : undefined
+    if (timestamp !== undefined && Math.abs(clock.unsafeCurrentTimeMillis() / 1000 - timestamp) > MAX_SKEW_SECONDS) {
+      res.writeHead(401)
+      res.end()
+      return
+    }
+    return handle(req, res)
+  }
+  return receiver
+}
 
 /** A bolt/socket-mode `Logger` writing warnings and errors to the host's log. */
 export const boltLogger = (runtime: Runtime.Runtime<never>, connection: string) => {

@@ -5,6 +5,7 @@
  * environment variable, read through Effect Config when the connection starts.
  */
 import { Either, Schema } from "effect"
+import { MAX_TEXT_CHARS } from "../../domain/message.js"
 import { problemsOf } from "../../domain/problems.js"
 import type { Credential } from "../token.js"
 
@@ -32,7 +33,7 @@ export const SlackSettings = Schema.Struct({
   /** After an outage, at most this many pages of 100 messages are read per place (0: no catch-up). */
   catchUpPages: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100)), { default: () => 10 }),
   /** An inbound text longer than this is refused (logged and skipped, never stored). */
-  maxInboundChars: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1_000_000)), { default: () => 16_384 })
+  maxInboundChars: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, MAX_TEXT_CHARS)), { default: () => 16_384 })
 })
 export type SlackSettings = typeof SlackSettings.Type
 

@@ -9,6 +9,7 @@
  * of `webhook.secretTokenEnv` and `webhook.secretTokenFile`.
  */
 import { Either, Schema } from "effect"
+import { MAX_TEXT_CHARS } from "../../domain/message.js"
 import { problemsOf } from "../../domain/problems.js"
 import { type Credential, credentialOf } from "../token.js"
 
@@ -52,7 +53,7 @@ export const TelegramSettings = Schema.Struct({
   /** Upper bound of the retry backoff while the Bot API fails, in milliseconds. */
   maxBackoffMs: Schema.optionalWith(Schema.Int.pipe(Schema.between(10, 600_000)), { default: () => 5_000 }),
   /** An inbound text longer than this is refused (logged and skipped, never stored). */
-  maxInboundChars: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1_000_000)), { default: () => 16_384 })
+  maxInboundChars: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, MAX_TEXT_CHARS)), { default: () => 16_384 })
 })
 export type TelegramSettings = typeof TelegramSettings.Type
 

@@ -1,9 +1,10 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect, Layer, Option } from "effect"
+import { Console, Effect, Either, type Layer, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { HostConfig } from "../../config/HostConfig.js"
-import { MessageStore } from "../../db/MessageStore.js"
-import { ConversationId } from "../../domain/ids.js"
+import type { MessageStore } from "../../db/MessageStore.js"
+import { parseConversationId } from "../../domain/ids.js"
+import { MAX_TEXT_CHARS, WrittenText } from "../../domain/message.js"
 import { wakeHost } from "../../host/ControlSocket.js"
 import { Ingest } from "../../pipeline/Ingest.js"
 
@@ -13,6 +14,8 @@ const conversation = Options.text("conversation").pipe(
 )
 const text = Args.text({ name: "text" }).pipe(Args.withDescription("The message."))
 
+const refuse = (line: string) => Console.error(line).pipe(Effect.zipRight(Effect.sync(() => (process.exitCode = 1))))
+
 /**
  * Ingests through the same durable path as every channel, into the database of a running or
  * stopped host; a running host is woken through its control socket.
@@ -21,23 +24,19 @@ export const send = <E>(client: Layer.Layer<Ingest | MessageStore | HostConfig, 
   Command.make("send", { conversation, text }, ({ conversation, text }) =>
     Effect.gen(function* () {
       const { dataDir } = yield* HostConfig
-      const messages = yield* MessageStore
-      const existing = yield* messages.conversation(ConversationId.make(conversation))
-      const [connection, place] = Option.match(existing, {
-        onSome: (c) => [c.connection as string, c.place],
-        onNone: () => {
-          const i = conversation.indexOf(":")
-          return i > 0 ? [conversation.slice(0, i), conversation.slice(i + 1)] : ["cli", conversation]
-        }
-      })
+      // The checks of every way in (the HTTP API's): one line naming what is wrong, nothing stored.
+      const target = parseConversationId(conversation, "cli")
+      if (Either.isLeft(target)) return yield* refuse(`conversation: ${target.left}`)
+      if (Either.isLeft(Schema.decodeEither(WrittenText)(text))) return yield* refuse(`text: must be 1-${MAX_TEXT_CHARS.toLocaleString("en-US")} characters (found ${text.length.toLocaleString("en-US")})`)
+      const { connection, place } = target.right
       const ingest = yield* Ingest
       const result = yield* ingest.ingest({ connection, place, providerEventId: `cli-${randomUUID()}`, sender: "cli", text })
       const woken = yield* wakeHost(dataDir, result.conversationId)
       yield* Console.log(`message ${result.messageId} stored in ${result.conversationId}; ${woken ? "the running host was woken" : "no host is running: it is answered at the next start"}`)
     }).pipe(
       Effect.catchTags({
-        InvalidInput: (e) => Console.error(e.message).pipe(Effect.zipRight(Effect.sync(() => (process.exitCode = 1)))),
-        NoRoute: (e) => Console.error(`${e.message}; add a route in pynchy.yaml`).pipe(Effect.zipRight(Effect.sync(() => (process.exitCode = 1))))
+        InvalidInput: (e) => refuse(e.message),
+        NoRoute: (e) => refuse(`${e.message}; add a route in pynchy.yaml`)
       }),
       Effect.provide(client)
     )
