@@ -68,15 +68,21 @@ const burst = (n: number, hits: () => number, send: () => Effect.Effect<Reply, E
     return { fibers, admitted: hits() - before }
   })
 
+/** At NOW, a gateway with a 20,000-token day for `main` in front of the billing upstream. */
+const budgetGateway = Effect.gen(function* () {
+  yield* TestClock.setTime(NOW)
+  const { up, release } = yield* billingUpstream()
+  const gw = yield* startGateway([provider({ name: "p", baseUrl: up.url, models: ["m"] })], {
+    budgets: { workspaces: { main: 20_000 } },
+    limits: { inFlightPerToken: 64 }
+  })
+  return { up, release, gw }
+})
+
 describe("walls: a budget holds against requests that cost more than their estimate (issue 34, finding 6)", () => {
   it.scoped("eight small requests with images: the estimate covers them, the day stays within its 20,000", () =>
     Effect.gen(function* () {
-      yield* TestClock.setTime(NOW)
-      const { up, release } = yield* billingUpstream()
-      const gw = yield* startGateway([provider({ name: "p", baseUrl: up.url, models: ["m"] })], {
-        budgets: { workspaces: { main: 20_000 } },
-        limits: { inFlightPerToken: 64 }
-      })
+      const { up, release, gw } = yield* budgetGateway
       const target = { socketPath: gw.socketPath! }
       const t = Redacted.value((yield* gw.mintToken({ workspace: "main", conversationId: "c", expiresAt: FAR })).token)
       const send = () => call(target, { path: "/v1/chat/completions", token: t, body: imagesAsk })
@@ -102,12 +108,7 @@ describe("walls: a budget holds against requests that cost more than their estim
 
   it.scoped("an upstream that bills far more than any estimate: the overshoot stays within what was in flight, then nothing is admitted until the next UTC day", () =>
     Effect.gen(function* () {
-      yield* TestClock.setTime(NOW)
-      const { up, release } = yield* billingUpstream()
-      const gw = yield* startGateway([provider({ name: "p", baseUrl: up.url, models: ["m"] })], {
-        budgets: { workspaces: { main: 20_000 } },
-        limits: { inFlightPerToken: 64 }
-      })
+      const { up, release, gw } = yield* budgetGateway
       const events = yield* gw.subscribe
       const target = { socketPath: gw.socketPath! }
       const t = Redacted.value((yield* gw.mintToken({ workspace: "main", conversationId: "c", expiresAt: FAR })).token)
